@@ -1,0 +1,109 @@
+//! Host side of the exact angles: frequencies as 64-bit fixed-point revolutions per position.
+//!
+//! The shaders never see radians. Pair `j` has frequency `f_j` radians per position; the host
+//! stores `F_j = round(f_j / 2pi * 2^64) mod 2^64`, and a shader forms `p * F_j mod 2^64` in
+//! integers (see `shaders/trig.wgsl`), which is the angle reduced to one revolution exactly
+//! for every u32 position. Integer revolutions drop out of the product, so only the fraction
+//! of `f_j / 2pi` matters.
+
+/// 1 / (2 pi) as an unevaluated sum of two f64 (106 bits).
+const INV_TWO_PI_HI: f64 = 0.159_154_943_091_895_35;
+const INV_TWO_PI_LO: f64 = -9.839_338_337_591_243e-18;
+
+/// `round(f / 2pi * 2^64) mod 2^64` for a finite, non-negative frequency `f` in radians
+/// per position.
+///
+/// `f / 2pi` is formed in double-double arithmetic (an exact product by fused multiply-add),
+/// so the result is within one unit of the last place of the 64-bit fraction: at position
+/// 2^32 the angle is off by at most 2^-32 revolutions (1.5e-9 rad).
+pub(crate) fn fixed_revolutions(f: f64) -> u64 {
+    const TWO_64: f64 = 18_446_744_073_709_551_616.0;
+    let p = f * INV_TWO_PI_HI;
+    // Exact: p + e == f * INV_TWO_PI_HI.
+    let e = f.mul_add(INV_TWO_PI_HI, -p);
+    let lo = e + f * INV_TWO_PI_LO;
+    // Scaling by 2^64 is exact; split the high part into whole and fractional units
+    // (both exact in f64), and fold the low part into the fraction before rounding.
+    let hi = p * TWO_64;
+    let whole = hi.floor();
+    let frac = hi - whole;
+    let whole = whole.rem_euclid(TWO_64) as u64;
+    let rest = (lo * TWO_64 + frac).round() as i64;
+    whole.wrapping_add(rest as u64)
+}
+
+/// Packs frequencies for a kernel that handles `g` pairs per invocation: for each group of
+/// `g` pairs, their `g` low words, then their `g` high words (`freq[2 * group]` and
+/// `freq[2 * group + 1]` in the shader, as `u32` or `vec4<u32>`).
+pub(crate) fn pack_frequencies(inv_freq: &[f64], g: usize) -> Vec<u32> {
+    debug_assert!(g > 0 && inv_freq.len() % g == 0);
+    let mut words = Vec::with_capacity(inv_freq.len() * 2);
+    for group in inv_freq.chunks(g) {
+        let fixed: Vec<u64> = group.iter().map(|&f| fixed_revolutions(f)).collect();
+        words.extend(fixed.iter().map(|&v| v as u32));
+        words.extend(fixed.iter().map(|&v| (v >> 32) as u32));
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_point_matches_exact_fraction() {
+        // f = 2pi * k / 2^m are exactly representable fractions of a revolution only up to
+        // f64 rounding of f itself; compare against a 128-bit computation instead:
+        // f = m * 2^e exactly, times 2^64 / 2pi from a 128-bit constant.
+        // floor(2^128 / 2pi) = 0x28be60db9391054a7f09d5f47d4d3770 (Payne-Hanek table digits).
+        const INV_TWO_PI_128: u128 = 0x28be_60db_9391_054a_7f09_d5f4_7d4d_3770;
+        for &f in &[
+            1.0,
+            0.5,
+            1e-4,
+            0.123_456_789,
+            1.0 / 3.0,
+            7.0,
+            1e-9,
+            0.999_999,
+        ] {
+            let bits = f64::to_bits(f);
+            let exp = ((bits >> 52) & 0x7ff) as i32 - 1075;
+            let mant = (bits & ((1u64 << 52) - 1)) | (1u64 << 52);
+            // f * 2^64 / 2pi = mant * 2^exp * INV / 2^64: a 53 x 128-bit product.
+            let lo = (mant as u128) * (INV_TWO_PI_128 & u64::MAX as u128);
+            let hi = (mant as u128) * (INV_TWO_PI_128 >> 64);
+            // value * 2^64 where value = (hi * 2^64 + lo) * 2^exp / 2^128
+            // = (hi + lo / 2^64) * 2^(exp) ; shift right by -exp (exp < 0 here).
+            let total_hi = hi + (lo >> 64);
+            let shift = (-exp) as u32;
+            let exact = if shift >= 128 {
+                0
+            } else {
+                (total_hi >> shift) as u64
+            };
+            let got = fixed_revolutions(f);
+            let diff = got.wrapping_sub(exact) as i64;
+            assert!(diff.abs() <= 2, "f = {f}: got {got:#x}, exact {exact:#x}");
+        }
+    }
+
+    #[test]
+    fn packing_puts_low_words_first_per_group() {
+        let words = pack_frequencies(&[1.0, 0.5, 0.25, 0.125], 2);
+        let f: Vec<u64> = [1.0, 0.5, 0.25, 0.125].map(fixed_revolutions).to_vec();
+        assert_eq!(
+            words,
+            vec![
+                f[0] as u32,
+                f[1] as u32,
+                (f[0] >> 32) as u32,
+                (f[1] >> 32) as u32,
+                f[2] as u32,
+                f[3] as u32,
+                (f[2] >> 32) as u32,
+                (f[3] >> 32) as u32
+            ]
+        );
+    }
+}

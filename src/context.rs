@@ -1,0 +1,244 @@
+//! The context users hold: their device and queue, the adapter's limits, and the caches of
+//! compiled pipelines and frequency buffers.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use wgpu::util::DeviceExt;
+
+use crate::error::{Error, Result};
+use crate::kernels::Specialization;
+use crate::spec::Dtype;
+
+/// The entry point: holds a device and queue (the caller's, or one it picked), and compiles
+/// each kernel specialization once.
+///
+/// `encode_*` methods record into a caller's command encoder and never submit; `*_host`
+/// methods upload host slices, run, and read back. Clones share the caches.
+#[derive(Clone, Debug)]
+pub struct PosEnc {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) adapter: Option<wgpu::AdapterInfo>,
+    pub(crate) max_binding: u64,
+    pub(crate) storage_align: u64,
+    pub(crate) uniform_align: u64,
+    pub(crate) bind_group_layout: wgpu::BindGroupLayout,
+    pub(crate) pipeline_layout: wgpu::PipelineLayout,
+    pub(crate) pipelines: Arc<Mutex<HashMap<Specialization, wgpu::ComputePipeline>>>,
+    pub(crate) frequencies: Arc<Mutex<HashMap<Vec<u32>, wgpu::Buffer>>>,
+    /// Bound where a kernel reads no position ids.
+    pub(crate) no_ids: wgpu::Buffer,
+}
+
+impl PosEnc {
+    /// Wraps the caller's device and queue. Nothing is compiled until first use.
+    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Self {
+        let limits = device.limits();
+        let storage = |read_only| wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        };
+        let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty,
+            count: None,
+        };
+        let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("wgpu-posenc pair pass"),
+            entries: &[
+                entry(
+                    0,
+                    wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                ),
+                entry(1, storage(false)),
+                entry(2, storage(true)),
+                entry(3, storage(true)),
+            ],
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("wgpu-posenc pair pass"),
+            bind_group_layouts: &[Some(&bind_group_layout)],
+            immediate_size: 0,
+        });
+        let no_ids = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("wgpu-posenc no position ids"),
+            contents: bytemuck::cast_slice(&[0u32; 4]),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        Self {
+            device: device.clone(),
+            queue: queue.clone(),
+            adapter: None,
+            max_binding: limits
+                .max_storage_buffer_binding_size
+                .min(limits.max_buffer_size),
+            storage_align: u64::from(limits.min_storage_buffer_offset_alignment).max(16),
+            uniform_align: u64::from(limits.min_uniform_buffer_offset_alignment).max(16),
+            bind_group_layout,
+            pipeline_layout,
+            pipelines: Arc::default(),
+            frequencies: Arc::default(),
+            no_ids,
+        }
+    }
+
+    /// Picks an adapter the wgpu way (`WGPU_BACKEND`, `WGPU_ADAPTER_NAME`,
+    /// `WGPU_POWER_PREF`), and requests a device with the limits the kernels can use (the
+    /// adapter's own storage-binding and buffer sizes, not the 128 MiB default) and
+    /// `SHADER_F16` / `TIMESTAMP_QUERY` where the adapter has them.
+    pub fn with_default_adapter() -> Result<Self> {
+        pollster::block_on(Self::with_default_adapter_async())
+    }
+
+    /// The async form of [`PosEnc::with_default_adapter`].
+    pub async fn with_default_adapter_async() -> Result<Self> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all());
+        let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
+            Ok(name) if !name.is_empty() => {
+                let adapters = instance.enumerate_adapters(backends).await;
+                let wanted = name.to_lowercase();
+                let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                adapters
+                    .into_iter()
+                    .find(|a| a.get_info().name.to_lowercase().contains(&wanted))
+                    .ok_or(Error::AdapterNotFound {
+                        name,
+                        available: names,
+                    })?
+            }
+            _ => instance
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::from_env().unwrap_or_default(),
+                    compatible_surface: None,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|_| Error::NoAdapter {
+                    backend: std::env::var("WGPU_BACKEND").unwrap_or_else(|_| "unset".into()),
+                })?,
+        };
+        let (device, queue) = Self::request_device(&adapter).await?;
+        let mut ctx = Self::new(&device, &queue);
+        ctx.adapter = Some(adapter.get_info());
+        Ok(ctx)
+    }
+
+    /// Requests a device from `adapter` with the limits and optional features the kernels
+    /// use (see [`PosEnc::with_default_adapter`]).
+    pub async fn request_device(adapter: &wgpu::Adapter) -> Result<(wgpu::Device, wgpu::Queue)> {
+        // All the adapter offers: the default limits cap a binding at 128 MiB.
+        let limits = adapter.limits();
+        let features =
+            adapter.features() & (wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY);
+        Ok(adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("wgpu-posenc"),
+                required_features: features,
+                required_limits: limits,
+                ..Default::default()
+            })
+            .await?)
+    }
+
+    /// Caps the bytes one storage binding may cover below the device's limit. Larger
+    /// tensors are split into more dispatches; the result is the same. Useful to share a
+    /// binding budget, and to exercise the splitting on an adapter with large bindings.
+    pub fn with_max_binding_size(mut self, bytes: u64) -> Self {
+        self.max_binding = self.max_binding.min(bytes);
+        self
+    }
+
+    /// The device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// The adapter, when this context picked it.
+    pub fn adapter_info(&self) -> Option<&wgpu::AdapterInfo> {
+        self.adapter.as_ref()
+    }
+
+    /// A name for messages: the adapter's name, or "this device".
+    pub(crate) fn adapter_name(&self) -> String {
+        self.adapter.as_ref().map_or_else(
+            || "this device".to_string(),
+            |a| format!("{} ({:?})", a.name, a.backend),
+        )
+    }
+
+    /// Checks that the device can run a tensor of `dtype`.
+    pub(crate) fn check_dtype(&self, dtype: Dtype) -> Result<()> {
+        if dtype == Dtype::F16 && !self.device.features().contains(wgpu::Features::SHADER_F16) {
+            return Err(Error::MissingFeature {
+                what: "an f16 tensor",
+                feature: wgpu::Features::SHADER_F16,
+                adapter: self.adapter_name(),
+                hint: ": use f32, or an adapter with f16 shaders (Vulkan, Metal, DX12); \
+                       the GL backend has none",
+            });
+        }
+        Ok(())
+    }
+
+    /// The pipeline of a specialization, compiled on first use.
+    pub(crate) fn pipeline(&self, spec: Specialization) -> wgpu::ComputePipeline {
+        let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(spec)
+            .or_insert_with(|| {
+                let source = spec.source();
+                let module = self
+                    .device
+                    .create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some("wgpu-posenc"),
+                        source: wgpu::ShaderSource::Wgsl(source.into()),
+                    });
+                let constants = spec.constants();
+                self.device
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some("wgpu-posenc"),
+                        layout: Some(&self.pipeline_layout),
+                        module: &module,
+                        entry_point: Some("main"),
+                        compilation_options: wgpu::PipelineCompilationOptions {
+                            constants: &constants,
+                            // Kernels use no workgroup memory.
+                            zero_initialize_workgroup_memory: false,
+                        },
+                        cache: None,
+                    })
+            })
+            .clone()
+    }
+
+    /// The packed frequency buffer for `words`, uploaded on first use.
+    pub(crate) fn frequency_buffer(&self, words: Vec<u32>) -> wgpu::Buffer {
+        let mut cache = self.frequencies.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(buffer) = cache.get(&words) {
+            return buffer.clone();
+        }
+        let buffer = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("wgpu-posenc frequencies"),
+                contents: bytemuck::cast_slice(&words),
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+        cache.insert(words, buffer.clone());
+        buffer
+    }
+}

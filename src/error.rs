@@ -1,0 +1,182 @@
+//! The crate's one error type. Every fallible call returns [`Result`].
+
+use crate::frequencies::FrequencyError;
+
+/// Everything that can go wrong, each variant naming the problem and how to fix it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No adapter could be found on this machine.
+    #[error(
+        "no wgpu adapter found (WGPU_BACKEND={backend}). On a machine without a GPU, install \
+         Mesa's lavapipe Vulkan driver (`apt-get install -y mesa-vulkan-drivers libvulkan1`) \
+         or run with WGPU_BACKEND=gl to use Mesa llvmpipe through EGL"
+    )]
+    NoAdapter {
+        /// The value of `WGPU_BACKEND`, or `unset`.
+        backend: String,
+    },
+    /// `WGPU_ADAPTER_NAME` names no adapter that is present.
+    #[error(
+        "WGPU_ADAPTER_NAME={name:?} matches none of the adapters present: {available:?}; \
+         unset it or give part of one of these names"
+    )]
+    AdapterNotFound {
+        /// The requested name.
+        name: String,
+        /// Names of the adapters found.
+        available: Vec<String>,
+    },
+    /// The adapter refused the device request.
+    #[error("requesting a device failed: {0}")]
+    RequestDevice(#[from] wgpu::RequestDeviceError),
+    /// `head_dim` is zero or odd.
+    #[error("head_dim {head_dim} must be even and non-zero: RoPE rotates pairs of elements")]
+    InvalidHeadDim {
+        /// The value given.
+        head_dim: u64,
+    },
+    /// The rotary dimension is zero, odd, or larger than `head_dim`.
+    #[error(
+        "rotary_dim {rotary_dim} must be even, non-zero and at most head_dim {head_dim} \
+         (the tail [rotary_dim, head_dim) is left untouched)"
+    )]
+    InvalidRotaryDim {
+        /// The value given.
+        rotary_dim: u64,
+        /// The tensor's head dimension.
+        head_dim: u64,
+    },
+    /// `d_model` of a sinusoidal encoding is zero or odd.
+    #[error("d_model {d_model} must be even and non-zero: each sin has its cos")]
+    InvalidDModel {
+        /// The value given.
+        d_model: u64,
+    },
+    /// A numeric parameter (base, scale) is out of range.
+    #[error("{what} {value} is invalid: {need}")]
+    InvalidParameter {
+        /// Which parameter.
+        what: &'static str,
+        /// The value given.
+        value: f64,
+        /// What it must be.
+        need: &'static str,
+    },
+    /// The spec and the tensor disagree on the row width.
+    #[error("the spec has d_model {spec} but the tensor's rows have {tensor} elements")]
+    DimMismatch {
+        /// Width in the spec.
+        spec: u64,
+        /// Width of the tensor's last axis.
+        tensor: u64,
+    },
+    /// The number of elements, or an element index, does not fit the indexing type.
+    #[error(
+        "shape {shape:?} with strides {strides:?} overflows {limit} indexing: split the tensor"
+    )]
+    ShapeOverflow {
+        /// The shape given.
+        shape: [u64; 4],
+        /// The strides given.
+        strides: [u64; 3],
+        /// `u64` on the host, `u32` within one binding.
+        limit: &'static str,
+    },
+    /// Two rows of the view share elements, so an in-place kernel would race.
+    #[error(
+        "strides {strides:?} make rows of shape {shape:?} overlap; each (batch, head, token) row \
+         of head_dim elements must have memory of its own"
+    )]
+    OverlappingRows {
+        /// The shape given.
+        shape: [u64; 4],
+        /// The strides given.
+        strides: [u64; 3],
+    },
+    /// The buffer is smaller than the view (offset, shape, strides) needs.
+    #[error(
+        "{what} needs {needed} bytes (offset + shape and strides) but the buffer has {size}: \
+         allocate a larger buffer or fix the shape"
+    )]
+    BufferTooSmall {
+        /// Which buffer.
+        what: &'static str,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes present.
+        size: u64,
+    },
+    /// The buffer lacks a usage flag the kernel needs.
+    #[error("{what} lacks buffer usage {missing:?}: create it with that flag")]
+    MissingUsage {
+        /// Which buffer.
+        what: &'static str,
+        /// The flags it lacks.
+        missing: wgpu::BufferUsages,
+    },
+    /// A byte offset is not a multiple of the element size.
+    #[error("{what} offset {offset} bytes is not a multiple of the element size {elem} bytes")]
+    MisalignedOffset {
+        /// Which buffer.
+        what: &'static str,
+        /// The offset given.
+        offset: u64,
+        /// The element size.
+        elem: u64,
+    },
+    /// Contiguous positions run past `u32::MAX`.
+    #[error(
+        "positions start {start} + seq {seq} run past u32::MAX: use a smaller start or \
+         explicit position ids"
+    )]
+    PositionOverflow {
+        /// First position.
+        start: u64,
+        /// Number of tokens.
+        seq: u64,
+    },
+    /// The position-id buffer or slice has fewer than batch * seq ids.
+    #[error("position ids: {needed} needed (batch * seq) but {available} given")]
+    PositionIdsTooShort {
+        /// Ids needed.
+        needed: u64,
+        /// Ids present.
+        available: u64,
+    },
+    /// A host slice has the wrong length for the shape.
+    #[error("host data has {got} elements but the layout needs {needed}")]
+    HostLength {
+        /// Elements the layout spans.
+        needed: u64,
+        /// Elements given.
+        got: u64,
+    },
+    /// The device lacks a feature the request needs.
+    #[error("{what} needs the device feature {feature:?}, which {adapter} does not have{hint}")]
+    MissingFeature {
+        /// What was asked.
+        what: &'static str,
+        /// The feature.
+        feature: wgpu::Features,
+        /// The adapter's name.
+        adapter: String,
+        /// How to get it.
+        hint: &'static str,
+    },
+    /// A frequency-scaling configuration is invalid.
+    #[error(transparent)]
+    Frequency(#[from] FrequencyError),
+    /// Mapping a buffer for readback failed.
+    #[error("reading back from the device failed: {0}")]
+    Map(#[from] wgpu::BufferAsyncError),
+    /// A mapped range could not be read.
+    #[error("reading a mapped buffer failed: {0}")]
+    MapRange(#[from] wgpu::MapRangeError),
+    /// Waiting for the device failed.
+    #[error("waiting for the device failed: {0}")]
+    Poll(#[from] wgpu::PollError),
+}
+
+/// Short for `Result<T, wgpu_posenc::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,172 @@
+//! Convenience for host slices: upload, encode, submit, wait, read back.
+
+use wgpu::util::DeviceExt;
+
+use crate::context::PosEnc;
+use crate::error::{Error, Result};
+use crate::spec::{RopeSpec, SinusoidalSpec};
+use crate::tensor::{HostPositions, Layout, Positions, TensorView};
+
+impl PosEnc {
+    /// RoPE in place over `data`, laid out as `layout` says (f32). Blocks until done.
+    pub fn rope_host(
+        &self,
+        spec: &RopeSpec,
+        layout: Layout,
+        data: &mut [f32],
+        positions: HostPositions<'_>,
+    ) -> Result<()> {
+        let ids = match positions {
+            HostPositions::Start(_) => None,
+            HostPositions::Ids(ids) => {
+                let needed = layout.shape[0].saturating_mul(layout.shape[2]);
+                if (ids.len() as u64) < needed {
+                    return Err(Error::PositionIdsTooShort {
+                        needed,
+                        available: ids.len() as u64,
+                    });
+                }
+                Some(self.upload(&ids[..needed as usize], "wgpu-posenc position ids"))
+            }
+        };
+        self.run_in_place(layout, data, |ctx, encoder, buffer| {
+            let positions = match (&ids, positions) {
+                (Some(buffer), _) => Positions::Ids { buffer, offset: 0 },
+                (None, HostPositions::Start(start)) => Positions::Start(start),
+                (None, HostPositions::Ids(_)) => unreachable!("ids were uploaded above"),
+            };
+            ctx.encode_rope(encoder, spec, &TensorView::new(buffer, layout), positions)
+                .map(drop)
+        })
+    }
+
+    /// The sinusoidal table `[seq, d_model]` for positions `start..start + seq`.
+    pub fn sinusoidal_table_host(
+        &self,
+        spec: &SinusoidalSpec,
+        seq: u64,
+        start: u32,
+    ) -> Result<Vec<f32>> {
+        spec.validate()?;
+        let layout = Layout::rows(seq, spec.d_model);
+        let len = seq.checked_mul(spec.d_model).ok_or(Error::ShapeOverflow {
+            shape: layout.shape,
+            strides: layout.strides,
+            limit: "u64",
+        })?;
+        let mut table = vec![0.0f32; len as usize];
+        self.run_in_place(layout, &mut table, |ctx, encoder, buffer| {
+            ctx.encode_sinusoidal_table(encoder, spec, &TensorView::new(buffer, layout), start)
+                .map(drop)
+        })?;
+        Ok(table)
+    }
+
+    /// `x = x * scale + PE` in place over embeddings laid out as `layout` says.
+    pub fn sinusoidal_add_host(
+        &self,
+        spec: &SinusoidalSpec,
+        layout: Layout,
+        data: &mut [f32],
+        start: u32,
+        scale: f32,
+    ) -> Result<()> {
+        self.run_in_place(layout, data, |ctx, encoder, buffer| {
+            ctx.encode_sinusoidal_add(
+                encoder,
+                spec,
+                &TensorView::new(buffer, layout),
+                start,
+                scale,
+            )
+            .map(drop)
+        })
+    }
+
+    fn upload(&self, data: &[u32], label: &str) -> wgpu::Buffer {
+        // A binding needs at least one word.
+        let contents: &[u8] = if data.is_empty() {
+            &[0; 4]
+        } else {
+            bytemuck::cast_slice(data)
+        };
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage: wgpu::BufferUsages::STORAGE,
+            })
+    }
+
+    /// Uploads `data`, lets `encode` record work on it, and reads it back into `data`.
+    fn run_in_place(
+        &self,
+        layout: Layout,
+        data: &mut [f32],
+        encode: impl FnOnce(&Self, &mut wgpu::CommandEncoder, &wgpu::Buffer) -> Result<()>,
+    ) -> Result<()> {
+        let needed = layout.end()?;
+        if (data.len() as u64) < needed {
+            return Err(Error::HostLength {
+                needed,
+                got: data.len() as u64,
+            });
+        }
+        if data.is_empty() {
+            // Validate all the same: the spec may be wrong even for an empty tensor.
+            let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgpu-posenc empty"),
+                size: 16,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            });
+            let mut encoder = self.device.create_command_encoder(&Default::default());
+            return encode(self, &mut encoder, &buffer);
+        }
+        let bytes = std::mem::size_of_val(data) as u64;
+        let buffer = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("wgpu-posenc host data"),
+                contents: bytemuck::cast_slice(data),
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            });
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgpu-posenc readback"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("wgpu-posenc host"),
+            });
+        encode(self, &mut encoder, &buffer)?;
+        encoder.copy_buffer_to_buffer(&buffer, 0, &staging, 0, bytes);
+        self.queue.submit([encoder.finish()]);
+        self.read_mapped(&staging, data)
+    }
+
+    /// Maps `staging` (already holding the result, or about to once the queue drains) and
+    /// copies it into `out`.
+    pub(crate) fn read_mapped(&self, staging: &wgpu::Buffer, out: &mut [f32]) -> Result<()> {
+        let slice = staging.slice(..);
+        let (sender, receiver) = futures_intrusive::channel::shared::oneshot_channel();
+        slice.map_async(wgpu::MapMode::Read, move |result| {
+            // The receiver waits below; it cannot have gone away.
+            let _ = sender.send(result);
+        });
+        self.device.poll(wgpu::PollType::wait_indefinitely())?;
+        match pollster::block_on(receiver.receive()) {
+            Some(result) => result?,
+            None => unreachable!("map_async callbacks run before poll(Wait) returns"),
+        }
+        {
+            let view = slice.get_mapped_range()?;
+            out.copy_from_slice(&bytemuck::cast_slice(&view)[..out.len()]);
+        }
+        staging.unmap();
+        Ok(())
+    }
+}

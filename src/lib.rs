@@ -1,0 +1,41 @@
+//! # wgpu-posenc
+//!
+//! WGSL compute kernels on wgpu for the positional encodings of transformers: the sinusoidal
+//! table of Vaswani et al. (2017) and rotary position embedding (RoPE) applied in place to
+//! `[batch, heads, seq, dim]` GPU buffers.
+//!
+//! - [`PosEnc`] holds a device and queue and the compiled pipelines. `encode_*` methods
+//!   record into your command encoder; `*_host` methods run on host slices.
+//! - [`Layout`] / [`TensorView`] describe a tensor by offset, shape and strides, so BHSD,
+//!   BSHD and other layouts are the same call.
+//! - Angles are exact at every u32 position: each frequency is held as 64-bit fixed-point
+//!   revolutions and reduced in integer arithmetic on the GPU, then a polynomial gives sin
+//!   and cos within 2.5e-7 of the true value. The WGSL built-in `sin`/`cos` are not used.
+//! - [`reference`] is the scalar f64 CPU twin of every kernel.
+//!
+//! ```no_run
+//! use wgpu_posenc::{HostPositions, Layout, PairLayout, PosEnc, RopeSpec};
+//! let ctx = PosEnc::with_default_adapter()?;
+//! let layout = Layout::bhsd([1, 8, 128, 64]);
+//! let mut q = vec![0.5f32; 8 * 128 * 64];
+//! let spec = RopeSpec::new().pair_layout(PairLayout::HalfSplit).base(10_000.0);
+//! ctx.rope_host(&spec, layout, &mut q, HostPositions::Start(0))?;
+//! # Ok::<(), wgpu_posenc::Error>(())
+//! ```
+
+mod angle;
+mod context;
+mod error;
+pub mod frequencies;
+mod host;
+pub mod kernels;
+pub mod reference;
+mod spec;
+mod tensor;
+
+pub use context::PosEnc;
+pub use error::{Error, Result};
+pub use frequencies::{Frequencies, FrequencyError, Scaling};
+pub use kernels::pass::EncodeReport;
+pub use spec::{Dtype, PairLayout, RopeSpec, SinusoidalLayout, SinusoidalSpec};
+pub use tensor::{HostPositions, Layout, Positions, TensorView};

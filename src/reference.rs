@@ -1,0 +1,184 @@
+//! The scalar CPU reference, in f64: the oracle every GPU result is tested against.
+//!
+//! Written to be obviously correct rather than fast: plain loops over the same
+//! `[batch, heads, seq, dim]` layouts, the same pair layouts and options, and an exact angle
+//! reduction of its own (Cody-Waite in f64 with fused multiply-add, unlike the shaders'
+//! 64-bit fixed-point revolutions), so the two agree only if both are right.
+
+use crate::error::Result;
+use crate::frequencies::Scaling;
+use crate::spec::{PairLayout, RopeSpec, SinusoidalSpec};
+use crate::tensor::{HostPositions, Layout};
+
+/// 2 pi as the sum of three f64 (the last one far below anything that matters here).
+const TWO_PI_HI: f64 = 6.283_185_307_179_586;
+const TWO_PI_MID: f64 = 2.449_293_598_294_706_4e-16;
+const TWO_PI_LO: f64 = -5.989_539_619_436_679e-33;
+
+/// `(sin, cos)` of `position * freq` radians, with the product reduced exactly: accurate to
+/// about 1e-15 for every u32 position, where forming `position * freq` in f64 alone would
+/// be off by up to 5e-7 radians at position 2^32.
+pub fn sincos(position: u32, freq: f64) -> (f64, f64) {
+    let p = f64::from(position);
+    // a + b == p * freq exactly.
+    let a = p * freq;
+    let b = p.mul_add(freq, -a);
+    // a - k 2pi, one rounding per step; k < 2^34, so k * TWO_PI_LO < 1e-22.
+    let k = (a / TWO_PI_HI).round();
+    let r = (-k).mul_add(TWO_PI_HI, a);
+    let r = (-k).mul_add(TWO_PI_MID, r);
+    let r = r + (b - k * TWO_PI_LO);
+    r.sin_cos()
+}
+
+/// Unscaled RoPE / sinusoidal frequencies `base^(-2j/dim)`, `j` in `0..dim/2`.
+pub fn inv_freq(dim: u64, base: f64) -> Vec<f64> {
+    (0..dim / 2)
+        .map(|j| base.powf(-((2 * j) as f64) / dim as f64))
+        .collect()
+}
+
+/// Element indices of pair `j` in a row of rotary dimension `r`.
+pub fn pair(layout: PairLayout, r: u64, j: u64) -> (u64, u64) {
+    match layout {
+        PairLayout::Interleaved => (2 * j, 2 * j + 1),
+        PairLayout::HalfSplit => (j, j + r / 2),
+    }
+}
+
+/// Index of element `(b, h, s, 0)`.
+pub fn row_start(layout: &Layout, b: u64, h: u64, s: u64) -> u64 {
+    layout.offset + b * layout.strides[0] + h * layout.strides[1] + s * layout.strides[2]
+}
+
+/// Position of token `(b, s)`.
+pub fn position(positions: &HostPositions<'_>, seq: u64, b: u64, s: u64) -> u32 {
+    match positions {
+        HostPositions::Start(start) => start + s as u32,
+        HostPositions::Ids(ids) => ids[(b * seq + s) as usize],
+    }
+}
+
+/// RoPE in place over `x` (every option of [`RopeSpec`]); panics on a malformed spec or
+/// short slice, as a test oracle should.
+pub fn rope(spec: &RopeSpec, layout: &Layout, x: &mut [f64], positions: HostPositions<'_>) {
+    let [nb, nh, ns, d] = layout.shape;
+    let r = spec.rotary_dim.unwrap_or(d);
+    let seq_len = spec.scaling_seq_len.unwrap_or(match positions {
+        HostPositions::Start(start) => u64::from(start) + ns,
+        HostPositions::Ids(_) => ns,
+    });
+    let (freqs, factor) = frequencies(spec, r, seq_len).expect("valid scaling");
+    for b in 0..nb {
+        for s in 0..ns {
+            let p = position(&positions, ns, b, s);
+            for h in 0..nh {
+                let row = row_start(layout, b, h, s);
+                for (j, &f) in freqs.iter().enumerate() {
+                    let (sin, cos) = sincos(p, f);
+                    let (sin, cos) = (sin * factor, cos * factor);
+                    let sin = if spec.inverse { -sin } else { sin };
+                    let (i0, i1) = pair(spec.pair_layout, r, j as u64);
+                    let (x0, x1) = (x[(row + i0) as usize], x[(row + i1) as usize]);
+                    x[(row + i0) as usize] = x0 * cos - x1 * sin;
+                    x[(row + i1) as usize] = x0 * sin + x1 * cos;
+                }
+            }
+        }
+    }
+}
+
+/// The frequencies and attention factor of a RoPE spec: the default computed here, scaled
+/// ones from the host builders (which are tested against published values on their own).
+pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<f64>, f64)> {
+    match spec.scaling {
+        Scaling::Default => Ok((inv_freq(r, spec.base), 1.0)),
+        ref scaling => {
+            let f = scaling.frequencies(r as u32, spec.base, seq_len)?;
+            Ok((f.inv_freq, f.attention_factor))
+        }
+    }
+}
+
+/// The sinusoidal row of position `p`: `d_model` values in the spec's layout.
+pub fn sinusoidal_row(spec: &SinusoidalSpec, p: u32) -> Vec<f64> {
+    let d = spec.d_model;
+    let mut row = vec![0.0; d as usize];
+    for (i, &w) in inv_freq(d, spec.base).iter().enumerate() {
+        let (sin, cos) = sincos(p, w);
+        let (i_sin, i_cos) = pair(spec.pair_layout(), d, i as u64);
+        row[i_sin as usize] = sin;
+        row[i_cos as usize] = cos;
+    }
+    row
+}
+
+/// The table `[seq, d_model]` for positions `start..start + seq`.
+pub fn sinusoidal_table(spec: &SinusoidalSpec, seq: u64, start: u32) -> Vec<f64> {
+    (0..seq)
+        .flat_map(|s| sinusoidal_row(spec, start + s as u32))
+        .collect()
+}
+
+/// `x = x * scale + PE` over the rows of `layout`, token `s` at position `start + s`.
+pub fn sinusoidal_add(
+    spec: &SinusoidalSpec,
+    layout: &Layout,
+    x: &mut [f64],
+    start: u32,
+    scale: f64,
+) {
+    let [nb, nh, ns, _] = layout.shape;
+    for s in 0..ns {
+        let pe = sinusoidal_row(spec, start + s as u32);
+        for b in 0..nb {
+            for h in 0..nh {
+                let row = row_start(layout, b, h, s) as usize;
+                for (k, v) in pe.iter().enumerate() {
+                    x[row + k] = x[row + k] * scale + v;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sincos_matches_the_naive_product_where_it_is_exact() {
+        // Powers of two times small frequencies: p * f is exact in f64, so the naive
+        // product is the truth; the reduction must agree.
+        for &(p, f) in &[
+            (1u32 << 31, 0.5),
+            (12_345, 1.0),
+            (1 << 20, 0.015_625),
+            (3, 2.5),
+        ] {
+            let (s, c) = sincos(p, f);
+            let a = f64::from(p) * f;
+            // Reduce the (exact) angle with a slow but exact method: subtract 2pi in steps
+            // through the same split constant would be circular, so use the identity
+            // sin(a) = sin(a mod 2pi) only where a is small enough for std to be exact.
+            if a < 1e6 {
+                assert!((s - a.sin()).abs() < 1e-9, "sin {p} {f}");
+                assert!((c - a.cos()).abs() < 1e-9, "cos {p} {f}");
+            }
+            assert!((s * s + c * c - 1.0).abs() < 1e-14);
+        }
+    }
+
+    #[test]
+    fn sincos_is_periodic_in_exact_revolutions() {
+        // freq = 2pi / 2^k in f64 is not exact, but p * freq for p = m * 2^k is m * 2pi up to
+        // the rounding of freq, which the reduction must carry: compare to the f64 value of
+        // that rounding, computed with the exact product.
+        let f = TWO_PI_HI / 1024.0;
+        let (s, c) = sincos(1024 * 1000, f);
+        // p * f = 1000 * TWO_PI_HI exactly; minus 1000 * 2pi = -1000 * TWO_PI_MID.
+        let expected = -1000.0 * TWO_PI_MID;
+        assert!((s - expected).abs() < 1e-20, "{s} vs {expected}");
+        assert!((c - 1.0).abs() < 1e-15);
+    }
+}
