@@ -1,0 +1,359 @@
+//! Bad input: each case returns its typed error, before anything is recorded.
+
+mod common;
+
+use common::ctx;
+use wgpu::util::DeviceExt;
+use wgpu_posenc::{
+    Dtype, Error, HostPositions, Layout, Positions, RopeSpec, SinusoidalSpec, TensorView,
+};
+
+fn buffer(bytes: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+    ctx().device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("errors"),
+        size: bytes,
+        usage,
+        mapped_at_creation: false,
+    })
+}
+
+fn storage(bytes: u64) -> wgpu::Buffer {
+    buffer(bytes, wgpu::BufferUsages::STORAGE)
+}
+
+fn rope(spec: &RopeSpec, view: TensorView<'_>, positions: Positions<'_>) -> Error {
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    ctx()
+        .encode_rope(&mut encoder, spec, &view, positions)
+        .expect_err("must be refused")
+}
+
+#[test]
+fn head_and_rotary_dims() {
+    let b = storage(4096);
+    let odd = TensorView::new(&b, Layout::bhsd([1, 1, 4, 7]));
+    assert!(matches!(
+        rope(&RopeSpec::new(), odd, Positions::Start(0)),
+        Error::InvalidHeadDim { head_dim: 7 }
+    ));
+    let zero = TensorView::new(&b, Layout::bhsd([1, 1, 4, 0]));
+    assert!(matches!(
+        rope(&RopeSpec::new(), zero, Positions::Start(0)),
+        Error::InvalidHeadDim { head_dim: 0 }
+    ));
+    let view = TensorView::new(&b, Layout::bhsd([1, 1, 4, 8]));
+    for r in [0, 3, 10] {
+        let e = rope(&RopeSpec::new().rotary_dim(r), view, Positions::Start(0));
+        assert!(
+            matches!(e, Error::InvalidRotaryDim { rotary_dim, head_dim: 8 } if rotary_dim == r),
+            "{e}"
+        );
+    }
+    for base in [f64::NAN, 1.0, -3.0, f64::INFINITY] {
+        let e = rope(&RopeSpec::new().base(base), view, Positions::Start(0));
+        assert!(
+            matches!(e, Error::InvalidParameter { what: "base", .. }),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn buffer_too_small_and_usage() {
+    // 2 x 3 x 5 x 8 f32 = 960 bytes.
+    let layout = Layout::bhsd([2, 3, 5, 8]);
+    let small = storage(956);
+    let e = rope(
+        &RopeSpec::new(),
+        TensorView::new(&small, layout),
+        Positions::Start(0),
+    );
+    assert!(
+        matches!(
+            e,
+            Error::BufferTooSmall {
+                needed: 960,
+                size: 956,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // An offset that pushes the end past the buffer.
+    let exact = storage(960);
+    let e = rope(
+        &RopeSpec::new(),
+        TensorView::new(&exact, layout.with_offset(4)),
+        Positions::Start(0),
+    );
+    assert!(
+        matches!(e, Error::BufferTooSmall { needed: 976, .. }),
+        "{e}"
+    );
+    // Strides that reach past the end.
+    let e = rope(
+        &RopeSpec::new(),
+        TensorView::new(&exact, Layout::strided([2, 3, 5, 8], [200, 40, 8])),
+        Positions::Start(0),
+    );
+    assert!(matches!(e, Error::BufferTooSmall { .. }), "{e}");
+    let uniform = buffer(
+        1024,
+        wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+    );
+    let e = rope(
+        &RopeSpec::new(),
+        TensorView::new(&uniform, layout),
+        Positions::Start(0),
+    );
+    assert!(
+        matches!(
+            e,
+            Error::MissingUsage {
+                missing: wgpu::BufferUsages::STORAGE,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn overlapping_rows_and_overflow() {
+    let b = storage(1 << 16);
+    // Tokens 4 elements apart with rows of 8: they overlap.
+    let e = rope(
+        &RopeSpec::new(),
+        TensorView::new(&b, Layout::strided([1, 1, 10, 8], [0, 0, 4])),
+        Positions::Start(0),
+    );
+    assert!(matches!(e, Error::OverlappingRows { .. }), "{e}");
+    // Heads and tokens interleaving onto the same rows.
+    let e = rope(
+        &RopeSpec::new(),
+        TensorView::new(&b, Layout::strided([1, 4, 4, 8], [0, 8, 16])),
+        Positions::Start(0),
+    );
+    assert!(matches!(e, Error::OverlappingRows { .. }), "{e}");
+    // An element count past u64.
+    let huge = Layout::bhsd([1 << 20, 1 << 20, 1 << 20, 1 << 6]);
+    let e = rope(
+        &RopeSpec::new(),
+        TensorView::new(&b, huge),
+        Positions::Start(0),
+    );
+    assert!(
+        matches!(e, Error::ShapeOverflow { limit: "u64", .. }),
+        "{e}"
+    );
+    // Fits u64 but not any buffer.
+    let big = Layout::bhsd([1 << 10, 1 << 10, 1 << 10, 1 << 6]);
+    let e = rope(
+        &RopeSpec::new(),
+        TensorView::new(&b, big),
+        Positions::Start(0),
+    );
+    assert!(matches!(e, Error::BufferTooSmall { .. }), "{e}");
+}
+
+#[test]
+fn positions() {
+    let b = storage(4 * 2 * 10 * 8);
+    let view = TensorView::new(&b, Layout::bhsd([2, 1, 10, 8]));
+    let e = rope(&RopeSpec::new(), view, Positions::Start(u32::MAX - 8));
+    assert!(matches!(e, Error::PositionOverflow { seq: 10, .. }), "{e}");
+    // The last valid start is fine.
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    ctx()
+        .encode_rope(
+            &mut encoder,
+            &RopeSpec::new(),
+            &view,
+            Positions::Start(u32::MAX - 9),
+        )
+        .expect("fits");
+
+    let ids = ctx()
+        .device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: bytemuck::cast_slice(&[0u32; 19]),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+    let e = rope(
+        &RopeSpec::new(),
+        view,
+        Positions::Ids {
+            buffer: &ids,
+            offset: 0,
+        },
+    );
+    assert!(
+        matches!(
+            e,
+            Error::PositionIdsTooShort {
+                needed: 20,
+                available: 19
+            }
+        ),
+        "{e}"
+    );
+    let e = rope(
+        &RopeSpec::new(),
+        view,
+        Positions::Ids {
+            buffer: &ids,
+            offset: 2,
+        },
+    );
+    assert!(
+        matches!(e, Error::MisalignedOffset { offset: 2, .. }),
+        "{e}"
+    );
+    let not_storage = buffer(80, wgpu::BufferUsages::UNIFORM);
+    let e = rope(
+        &RopeSpec::new(),
+        view,
+        Positions::Ids {
+            buffer: &not_storage,
+            offset: 0,
+        },
+    );
+    assert!(matches!(e, Error::MissingUsage { .. }), "{e}");
+
+    let mut data = vec![0.5f32; 160];
+    let e = ctx()
+        .rope_host(
+            &RopeSpec::new(),
+            Layout::bhsd([2, 1, 10, 8]),
+            &mut data,
+            HostPositions::Ids(&[1; 19]),
+        )
+        .expect_err("short ids");
+    assert!(
+        matches!(
+            e,
+            Error::PositionIdsTooShort {
+                needed: 20,
+                available: 19
+            }
+        ),
+        "{e}"
+    );
+    let mut wide = vec![0.5f32; 180];
+    let e = ctx()
+        .rope_host(
+            &RopeSpec::new(),
+            Layout::bhsd([2, 1, 10, 9]),
+            &mut wide,
+            HostPositions::Start(0),
+        )
+        .expect_err("odd head");
+    assert!(matches!(e, Error::InvalidHeadDim { head_dim: 9 }), "{e}");
+    let e = ctx()
+        .rope_host(
+            &RopeSpec::new(),
+            Layout::bhsd([2, 1, 11, 8]),
+            &mut data,
+            HostPositions::Start(0),
+        )
+        .expect_err("short data");
+    assert!(
+        matches!(
+            e,
+            Error::HostLength {
+                needed: 176,
+                got: 160
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn sinusoidal_inputs() {
+    let e = ctx()
+        .sinusoidal_table_host(&SinusoidalSpec::new(7), 4, 0)
+        .expect_err("odd d_model");
+    assert!(matches!(e, Error::InvalidDModel { d_model: 7 }), "{e}");
+    let e = ctx()
+        .sinusoidal_table_host(&SinusoidalSpec::new(0), 4, 0)
+        .expect_err("zero d_model");
+    assert!(matches!(e, Error::InvalidDModel { d_model: 0 }), "{e}");
+    let e = ctx()
+        .sinusoidal_table_host(&SinusoidalSpec::new(8), 4, u32::MAX - 2)
+        .expect_err("overflow");
+    assert!(matches!(e, Error::PositionOverflow { .. }), "{e}");
+    let b = storage(1024);
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let view = TensorView::new(&b, Layout::bsd(1, 4, 16));
+    let e = ctx()
+        .encode_sinusoidal_add(&mut encoder, &SinusoidalSpec::new(8), &view, 0, 1.0)
+        .expect_err("mismatch");
+    assert!(
+        matches!(
+            e,
+            Error::DimMismatch {
+                spec: 8,
+                tensor: 16
+            }
+        ),
+        "{e}"
+    );
+    let e = ctx()
+        .encode_sinusoidal_add(&mut encoder, &SinusoidalSpec::new(16), &view, 0, f32::NAN)
+        .expect_err("nan");
+    assert!(
+        matches!(e, Error::InvalidParameter { what: "scale", .. }),
+        "{e}"
+    );
+    let e = ctx()
+        .encode_sinusoidal_table(
+            &mut encoder,
+            &SinusoidalSpec::new(16),
+            &TensorView::new(&b, Layout::rows(17, 16)),
+            0,
+        )
+        .expect_err("small");
+    assert!(
+        matches!(
+            e,
+            Error::BufferTooSmall {
+                needed: 1088,
+                size: 1024,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn f16_without_the_feature_is_a_clear_error() {
+    // Every adapter answers: with SHADER_F16 the call is accepted (tests/f16.rs checks the
+    // numbers); without it (the GL backend) it is refused with MissingFeature.
+    let b = storage(1024);
+    let view = TensorView::new(&b, Layout::bhsd([1, 1, 4, 8])).with_dtype(Dtype::F16);
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let result = ctx().encode_rope(&mut encoder, &RopeSpec::new(), &view, Positions::Start(0));
+    if ctx()
+        .device()
+        .features()
+        .contains(wgpu::Features::SHADER_F16)
+    {
+        result.expect("f16 supported");
+    } else {
+        let e = result.expect_err("no f16");
+        assert!(
+            matches!(
+                e,
+                Error::MissingFeature {
+                    feature: wgpu::Features::SHADER_F16,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("use f32"), "{e}");
+    }
+}
