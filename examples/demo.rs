@@ -1,0 +1,140 @@
+//! The main job on the default adapter: fill a sinusoidal table, rotate a realistic
+//! `[1, 32, 8192, 128]` f32 tensor in place, check both against the f64 reference, and print
+//! the adapter, sizes, times and errors.
+//!
+//! `cargo run --release --example demo [-- --seq N]` (WGPU_BACKEND / WGPU_ADAPTER_NAME pick
+//! the adapter).
+
+use std::time::Instant;
+
+use wgpu::util::DeviceExt;
+use wgpu_posenc::{
+    HostPositions, Layout, PairLayout, PosEnc, Positions, RopeSpec, SinusoidalSpec, TensorView,
+    reference,
+};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let seq: u64 = match args.iter().position(|a| a == "--seq") {
+        Some(i) => args.get(i + 1).ok_or("--seq needs a value")?.parse()?,
+        None => 8192,
+    };
+    let ctx = PosEnc::with_default_adapter()?;
+    let info = ctx.adapter_info().ok_or("no adapter info")?;
+    println!(
+        "adapter: {} ({:?}, {:?})",
+        info.name, info.backend, info.device_type
+    );
+
+    // 1. Sinusoidal table [seq, 4096] at positions 0..seq.
+    let table_spec = SinusoidalSpec::new(4096);
+    let t0 = Instant::now();
+    let table = ctx.sinusoidal_table_host(&table_spec, seq, 0)?;
+    let table_time = t0.elapsed();
+    let mut table_err = 0.0f64;
+    for s in sample_rows(seq) {
+        let row = reference::sinusoidal_row(&table_spec, s as u32);
+        let got = &table[(s * 4096) as usize..((s + 1) * 4096) as usize];
+        table_err = got
+            .iter()
+            .zip(&row)
+            .map(|(&g, &r)| (f64::from(g) - r).abs())
+            .fold(table_err, f64::max);
+    }
+    println!(
+        "sinusoidal table [{seq}, 4096] f32 ({:.0} MiB): {:.1} ms with upload and readback, max |error| {table_err:.2e}",
+        (seq * 4096 * 4) as f64 / (1 << 20) as f64,
+        table_time.as_secs_f64() * 1e3,
+    );
+
+    // 2. RoPE in place over q [1, 32, seq, 128], half-split (HF), Llama 3 base.
+    let shape = [1, 32, seq, 128];
+    let layout = Layout::bhsd(shape);
+    let n = (32 * seq * 128) as usize;
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let q: Vec<f32> = (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect();
+    let spec = RopeSpec::new()
+        .pair_layout(PairLayout::HalfSplit)
+        .base(500_000.0);
+    let buffer = ctx
+        .device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("q"),
+            contents: bytemuck::cast_slice(&q),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        });
+    let view = TensorView::new(&buffer, layout);
+    // The first run compiles the pipeline; time the ones after.
+    let mut times = Vec::new();
+    let mut rotated = None;
+    for run in 0..4 {
+        let mut encoder = ctx.device().create_command_encoder(&Default::default());
+        let t0 = Instant::now();
+        let report = ctx.encode_rope(&mut encoder, &spec, &view, Positions::Start(0))?;
+        ctx.queue().submit([encoder.finish()]);
+        ctx.device().poll(wgpu::PollType::wait_indefinitely())?;
+        if run > 0 {
+            times.push(t0.elapsed().as_secs_f64());
+        } else {
+            rotated = Some((read(&ctx, &buffer)?, report));
+        }
+    }
+    let (rotated, report) = rotated.ok_or("no run")?;
+    let mut rope_err = 0.0f64;
+    for s in sample_rows(seq) {
+        for h in [0, 17, 31] {
+            let at = reference::row_start(&layout, 0, h, s) as usize;
+            let mut expected: Vec<f64> = q[at..at + 128].iter().map(|&v| f64::from(v)).collect();
+            let row = Layout::bhsd([1, 1, 1, 128]);
+            reference::rope(&spec, &row, &mut expected, HostPositions::Start(s as u32));
+            rope_err = rotated[at..at + 128]
+                .iter()
+                .zip(&expected)
+                .map(|(&g, &r)| (f64::from(g) - r).abs())
+                .fold(rope_err, f64::max);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let best = times[0];
+    let bytes = 2.0 * (n * 4) as f64;
+    println!(
+        "rope in place {shape:?} f32 ({:.0} MiB, {} dispatch(es)): {:.2} ms per submit+wait, {:.2} GB/s read+write, max |error| {rope_err:.2e}",
+        (n * 4) as f64 / (1 << 20) as f64,
+        report.dispatches,
+        best * 1e3,
+        bytes / best / 1e9,
+    );
+    Ok(())
+}
+
+/// The first and last rows and a few in between.
+fn sample_rows(seq: u64) -> Vec<u64> {
+    let mut rows: Vec<u64> = (0..16).map(|k| k * seq / 16).collect();
+    rows.push(seq - 1);
+    rows
+}
+
+fn read(ctx: &PosEnc, buffer: &wgpu::Buffer) -> Result<Vec<f32>, Box<dyn std::error::Error>> {
+    let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("readback"),
+        size: buffer.size(),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = ctx.device().create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, buffer.size());
+    ctx.queue().submit([encoder.finish()]);
+    staging
+        .slice(..)
+        .map_async(wgpu::MapMode::Read, |r| r.expect("map"));
+    ctx.device().poll(wgpu::PollType::wait_indefinitely())?;
+    let out = bytemuck::cast_slice(&staging.slice(..).get_mapped_range()?).to_vec();
+    Ok(out)
+}
