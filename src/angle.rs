@@ -36,7 +36,7 @@ pub(crate) fn fixed_revolutions(f: f64) -> u64 {
 /// `g` pairs, their `g` low words, then their `g` high words (`freq[2 * group]` and
 /// `freq[2 * group + 1]` in the shader, as `u32` or `vec4<u32>`).
 pub(crate) fn pack_frequencies(inv_freq: &[f64], g: usize) -> Vec<u32> {
-    debug_assert!(g > 0 && inv_freq.len() % g == 0);
+    debug_assert!(g > 0 && inv_freq.len().is_multiple_of(g));
     let mut words = Vec::with_capacity(inv_freq.len() * 2);
     for group in inv_freq.chunks(g) {
         let fixed: Vec<u64> = group.iter().map(|&f| fixed_revolutions(f)).collect();

@@ -11,7 +11,7 @@ use crate::spec::{PairLayout, RopeSpec, SinusoidalSpec};
 use crate::tensor::{HostPositions, Layout};
 
 /// 2 pi as the sum of three f64 (the last one far below anything that matters here).
-const TWO_PI_HI: f64 = 6.283_185_307_179_586;
+const TWO_PI_HI: f64 = std::f64::consts::TAU;
 const TWO_PI_MID: f64 = 2.449_293_598_294_706_4e-16;
 const TWO_PI_LO: f64 = -5.989_539_619_436_679e-33;
 

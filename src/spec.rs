@@ -114,11 +114,11 @@ impl RopeSpec {
 
     /// Checks the spec against a head dimension; returns the rotary dimension.
     pub(crate) fn validate(&self, head_dim: u64) -> Result<u64> {
-        if head_dim == 0 || head_dim % 2 != 0 {
+        if head_dim == 0 || !head_dim.is_multiple_of(2) {
             return Err(Error::InvalidHeadDim { head_dim });
         }
         let r = self.rotary_dim.unwrap_or(head_dim);
-        if r == 0 || r % 2 != 0 || r > head_dim {
+        if r == 0 || !r.is_multiple_of(2) || r > head_dim {
             return Err(Error::InvalidRotaryDim {
                 rotary_dim: r,
                 head_dim,
@@ -164,7 +164,7 @@ impl SinusoidalSpec {
     }
 
     pub(crate) fn validate(&self) -> Result<()> {
-        if self.d_model == 0 || self.d_model % 2 != 0 {
+        if self.d_model == 0 || !self.d_model.is_multiple_of(2) {
             return Err(Error::InvalidDModel {
                 d_model: self.d_model,
             });

@@ -119,7 +119,7 @@ impl Layout {
                 });
             }
             // (n - 1) * stride + span: bounded by `end`, which was checked for overflow.
-            span = (n - 1) * stride + span;
+            span += (n - 1) * stride;
         }
         Ok(())
     }

@@ -169,3 +169,56 @@ fn host_path_matches_the_reference() {
     reference::rope(&spec, &layout, &mut expected, HostPositions::Ids(&ids));
     assert_matches(&input, &gpu, &expected, TOL, "rope_host");
 }
+
+#[test]
+fn every_scaling_type_matches_the_reference() {
+    use wgpu_posenc::Scaling;
+    let mut rng = Rng::new(6);
+    let phi3 = |k: f64| {
+        (0..32)
+            .map(|j| 1.0 + k * j as f64 / 32.0)
+            .collect::<Vec<f64>>()
+    };
+    let scalings = [
+        Scaling::Linear { factor: 4.0 },
+        Scaling::DynamicNtk {
+            factor: 2.0,
+            original_max_position_embeddings: 32,
+        },
+        Scaling::NtkAware { factor: 8.0 },
+        Scaling::yarn(4.0, 32),
+        Scaling::Yarn {
+            factor: 40.0,
+            original_max_position_embeddings: 64,
+            beta_fast: 32.0,
+            beta_slow: 1.0,
+            mscale: 0.707,
+            mscale_all_dim: 0.0,
+            attention_factor: None,
+            truncate: true,
+        },
+        Scaling::llama3(),
+        Scaling::LongRope {
+            short_factor: phi3(1.0),
+            long_factor: phi3(30.0),
+            original_max_position_embeddings: 48,
+            max_position_embeddings: 4096,
+            attention_factor: None,
+        },
+    ];
+    for (k, scaling) in scalings.into_iter().enumerate() {
+        for pair_layout in [PairLayout::Interleaved, PairLayout::HalfSplit] {
+            let spec = RopeSpec::new()
+                .pair_layout(pair_layout)
+                .scaling(scaling.clone());
+            // seq 70 > every original length above: the long-context branch of each scaling.
+            check_case(
+                &mut rng,
+                &spec,
+                Layout::bshd([1, 3, 70, 64]),
+                5 * k as u32,
+                None,
+            );
+        }
+    }
+}

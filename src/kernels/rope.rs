@@ -101,9 +101,9 @@ impl PosEnc {
 /// Vec4 access needs whole groups of 4 pairs (8 elements of a row) and every row start on a
 /// multiple of 4 elements; otherwise the scalar variant runs.
 pub(crate) fn width_for(layout: &Layout, row_len: u64) -> Width {
-    let aligned = layout.offset % 4 == 0
-        && (0..3).all(|i| layout.shape[i] <= 1 || layout.strides[i] % 4 == 0);
-    if row_len % 8 == 0 && aligned {
+    let aligned = layout.offset.is_multiple_of(4)
+        && (0..3).all(|i| layout.shape[i] <= 1 || layout.strides[i].is_multiple_of(4));
+    if row_len.is_multiple_of(8) && aligned {
         Width::X4
     } else {
         Width::X1
@@ -128,7 +128,7 @@ fn check_ids(buffer: &wgpu::Buffer, offset: u64, needed: u64) -> Result<()> {
             missing: wgpu::BufferUsages::STORAGE,
         });
     }
-    if offset % 4 != 0 {
+    if !offset.is_multiple_of(4) {
         return Err(Error::MisalignedOffset {
             what: "position-id buffer",
             offset,
