@@ -1,30 +1,52 @@
-// Bindings, parameters and invocation decoding shared by the pair kernels.
+// Bindings, parameters, positions and angles shared by the pair kernels.
 //
-// A dispatch covers one block of a strided [batch, heads, seq, dim] view: `n_b` x `n_h` x
-// `n_s` rows, whose elements all lie in the storage binding `x`. One invocation owns one
-// (batch, token, pair group): it computes the G angles of its group once and applies them
-// to the same pairs of every head of that token (the angle does not depend on the head).
+// A dispatch covers one block of a strided [batch, heads, seq, dim] view A: n_b x n_h x n_s
+// rows whose elements all lie in the binding `x`. One invocation owns one (batch, token,
+// pair group): it computes the G angles of its group once and applies them to the same
+// pairs of every head of that token (the angle does not depend on the head), in view A and,
+// for fused Q+K, in view B (`x2`); out of place, view B is the source and A the destination.
 
 struct Params {
-    // Element index in `x` of the block's first row (batch b0, head h0, token s0).
+    // View A: element index in `x` of the block's first row, and element strides between
+    // batches, heads and tokens.
     base: u32,
-    // Element strides between consecutive batches, heads and tokens.
     stride_b: u32,
     stride_h: u32,
     stride_s: u32,
-    // Block extents.
+    // View B, the same in `x2`.
+    base2: u32,
+    stride2_b: u32,
+    stride2_h: u32,
+    stride2_s: u32,
+    // Block extents; n_h2 is view B's head count when it is a second tensor (K).
     n_b: u32,
     n_h: u32,
+    n_h2: u32,
     n_s: u32,
-    // Pair groups per row: r / 2 / G.
+    // Pair groups per row (r / 2 / G); r / 2, the element distance between the halves of a
+    // half-split pair; out of place, the tail length head_dim - r and each invocation's share.
     groups: u32,
-    // r / 2: element distance between the two halves of a half-split pair.
     half: u32,
-    // Position of token s0 when positions are contiguous.
+    tail: u32,
+    tail_chunk: u32,
+    // Positions: the block's first position (contiguous), index of its first value in `ids`,
+    // the ids' batch stride (seq), and the distance between M-RoPE axes in `ids`.
     pos_start: u32,
-    // Index in `ids` of (b0, s0), and the index stride between batches (the sequence length).
     ids_base: u32,
     ids_stride_b: u32,
+    axis_stride: u32,
+    // Varlen: index of the offsets in `aux`, number of sequences, the block's first token.
+    aux_base: u32,
+    num_seqs: u32,
+    tok0: u32,
+    // Sinusoidal: the position whose row is zero (padding).
+    pad_pos: u32,
+    // Cos/sin cache: rows, first cos and sin in their bindings, row stride, flag index.
+    max_pos: u32,
+    cos_base: u32,
+    sin_base: u32,
+    cache_stride: u32,
+    flag_base: u32,
     // Invocations in this dispatch (n_b * n_s * groups) and workgroups along x.
     total: u32,
     grid_x: u32,
@@ -32,17 +54,32 @@ struct Params {
     sin_sign: f32,
     // RoPE: attention factor on cos and sin. Sinusoidal add: the embedding scale.
     scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-// Per pair group g: G low words at 2g, G high words at 2g + 1 (64-bit fixed-point
-// revolutions per position).
+// Per pair group g: G low words at 3g, G high words at 3g + 1 (64-bit fixed-point
+// revolutions per position), and the M-RoPE axis of each pair at 3g + 2.
 @group(0) @binding(2) var<storage, read> freq: array<UV>;
-// Position ids, [batch, seq] row-major u32.
+// Position ids, per-row starts, or cu_seqlens.
 @group(0) @binding(3) var<storage, read> ids: array<u32>;
+// Varlen per-sequence offsets.
+@group(0) @binding(4) var<storage, read> aux: array<u32>;
+// Caller-provided cos and sin caches (may be one buffer bound twice).
+@group(0) @binding(6) var<storage, read> cos_cache: array<f32>;
+@group(0) @binding(7) var<storage, read> sin_cache: array<f32>;
+// Set to 1 when a position past the cache was clamped.
+@group(0) @binding(8) var<storage, read_write> flag: array<atomic<u32>>;
 
-// True: positions come from `ids`; false: contiguous from `pos_start`.
-override POS_IDS: bool = false;
+// 0: contiguous from pos_start; 1: one start per batch row; 2: ids [batch, seq];
+// 3: varlen cu_seqlens; 4: M-RoPE axes [3, batch, seq].
+override POS_MODE: u32 = 0u;
+// Varlen: per-sequence offsets in `aux`.
+override HAS_OFFSETS: bool = false;
+// Angles from the cos/sin cache instead of the frequencies.
+override FROM_CACHE: bool = false;
 
 const WORKGROUP: u32 = 64u;
 
@@ -71,20 +108,74 @@ fn work_item(wid: vec3<u32>, lid: u32) -> Work {
     return Work(true, t / params.n_s, t % params.n_s, g);
 }
 
-fn position(b: u32, s: u32) -> u32 {
-    if POS_IDS {
-        return ids[params.ids_base + b * params.ids_stride_b + s];
+// Varlen: the sequence holding token t is the last one whose start cu_seqlens[i] <= t.
+fn varlen_position(t: u32) -> u32 {
+    var lo = 0u;
+    var hi = params.num_seqs - 1u;
+    while lo < hi {
+        let mid = (lo + hi + 1u) >> 1u;
+        if ids[params.ids_base + mid] <= t {
+            lo = mid;
+        } else {
+            hi = mid - 1u;
+        }
     }
-    // The host checks that start + seq - 1 fits in u32.
-    return params.pos_start + s;
+    var p = t - ids[params.ids_base + lo];
+    if HAS_OFFSETS {
+        p += aux[params.aux_base + lo];
+    }
+    return p;
 }
 
-// Sine and cosine of the G angles of pair group g at position p.
-fn group_angles(p: u32, g: u32) -> SinCos {
-    return sincos_turns(turns(UV(p), freq[2u * g], freq[2u * g + 1u]));
+// The position of each lane's pair for token (w.b, w.s); `axis` matters for M-RoPE only.
+fn lane_positions(w: Work, axis: UV) -> UV {
+    switch POS_MODE {
+        case 1u: {
+            return UV(ids[params.ids_base + w.b] + w.s);
+        }
+        case 2u: {
+            return UV(ids[params.ids_base + w.b * params.ids_stride_b + w.s]);
+        }
+        case 3u: {
+            return UV(varlen_position(params.tok0 + w.s));
+        }
+        case 4u: {
+            let i = params.ids_base + w.b * params.ids_stride_b + w.s;
+            let p1 = UV(ids[i + params.axis_stride]);
+            let p2 = UV(ids[i + 2u * params.axis_stride]);
+            return select(select(UV(ids[i]), p1, axis == UV(1u)), p2, axis == UV(2u));
+        }
+        default: {
+            // The host checks that start + seq - 1 fits in u32.
+            return UV(params.pos_start + w.s);
+        }
+    }
 }
 
-// Element index of the first element of row (b, s) of the block, head 0.
+// Sine and cosine of the G angles of pair group g at lane positions p.
+fn angles_at(p: UV, g: u32) -> SinCos {
+    if FROM_CACHE {
+        // Positions past the cache are clamped to its last row and flagged: never a read
+        // outside the cache.
+        let over = p >= UV(params.max_pos);
+        if any(over) {
+            atomicOr(&flag[params.flag_base], 1u);
+        }
+        let row = select(p, UV(params.max_pos - 1u), over) * params.cache_stride + lanes(g);
+        return SinCos(gather_sin(UV(params.sin_base) + row), gather_cos(UV(params.cos_base) + row));
+    }
+    return sincos_turns(turns(p, freq[3u * g], freq[3u * g + 1u]));
+}
+
+fn group_positions(w: Work) -> UV {
+    return lane_positions(w, freq[3u * w.g + 2u]);
+}
+
+// Element index of the first element of row (b, s), head 0, in view A and in view B.
 fn row_start(w: Work) -> u32 {
     return params.base + w.b * params.stride_b + w.s * params.stride_s;
+}
+
+fn row_start2(w: Work) -> u32 {
+    return params.base2 + w.b * params.stride2_b + w.s * params.stride2_s;
 }

@@ -33,15 +33,17 @@ pub(crate) fn fixed_revolutions(f: f64) -> u64 {
 }
 
 /// Packs frequencies for a kernel that handles `g` pairs per invocation: for each group of
-/// `g` pairs, their `g` low words, then their `g` high words (`freq[2 * group]` and
-/// `freq[2 * group + 1]` in the shader, as `u32` or `vec4<u32>`).
-pub(crate) fn pack_frequencies(inv_freq: &[f64], g: usize) -> Vec<u32> {
-    debug_assert!(g > 0 && inv_freq.len().is_multiple_of(g));
-    let mut words = Vec::with_capacity(inv_freq.len() * 2);
-    for group in inv_freq.chunks(g) {
+/// `g` pairs, their `g` low words, their `g` high words, and their `g` M-RoPE axes
+/// (`freq[3 * group]`, `freq[3 * group + 1]`, `freq[3 * group + 2]` in the shader, as `u32`
+/// or `vec4<u32>`).
+pub(crate) fn pack_frequencies(inv_freq: &[f64], axes: &[u32], g: usize) -> Vec<u32> {
+    debug_assert!(g > 0 && inv_freq.len().is_multiple_of(g) && axes.len() == inv_freq.len());
+    let mut words = Vec::with_capacity(inv_freq.len() * 3);
+    for (group, axes) in inv_freq.chunks(g).zip(axes.chunks(g)) {
         let fixed: Vec<u64> = group.iter().map(|&f| fixed_revolutions(f)).collect();
         words.extend(fixed.iter().map(|&v| v as u32));
         words.extend(fixed.iter().map(|&v| (v >> 32) as u32));
+        words.extend_from_slice(axes);
     }
     words
 }
@@ -90,7 +92,7 @@ mod tests {
 
     #[test]
     fn packing_puts_low_words_first_per_group() {
-        let words = pack_frequencies(&[1.0, 0.5, 0.25, 0.125], 2);
+        let words = pack_frequencies(&[1.0, 0.5, 0.25, 0.125], &[0, 1, 2, 0], 2);
         let f: Vec<u64> = [1.0, 0.5, 0.25, 0.125].map(fixed_revolutions).to_vec();
         assert_eq!(
             words,
@@ -99,10 +101,14 @@ mod tests {
                 f[1] as u32,
                 (f[0] >> 32) as u32,
                 (f[1] >> 32) as u32,
+                0,
+                1,
                 f[2] as u32,
                 f[3] as u32,
                 (f[2] >> 32) as u32,
-                (f[3] >> 32) as u32
+                (f[3] >> 32) as u32,
+                2,
+                0
             ]
         );
     }

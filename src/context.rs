@@ -27,8 +27,11 @@ pub struct PosEnc {
     pub(crate) pipeline_layout: wgpu::PipelineLayout,
     pub(crate) pipelines: Arc<Mutex<HashMap<Specialization, wgpu::ComputePipeline>>>,
     pub(crate) frequencies: Arc<Mutex<HashMap<Vec<u32>, wgpu::Buffer>>>,
-    /// Bound where a kernel reads no position ids.
-    pub(crate) no_ids: wgpu::Buffer,
+    /// Bound to read-only slots a variant does not use (ids, offsets, caches).
+    pub(crate) dummy: wgpu::Buffer,
+    /// Bound to read-write slots a variant does not use (second tensor, cache flag); a
+    /// buffer cannot be bound read-only and read-write in one dispatch.
+    pub(crate) dummy_rw: wgpu::Buffer,
 }
 
 impl PosEnc {
@@ -57,9 +60,16 @@ impl PosEnc {
                         min_binding_size: None,
                     },
                 ),
+                // x, freq, ids, aux, x2, cos, sin, flag: eight storage buffers, the
+                // WebGPU default limit.
                 entry(1, storage(false)),
                 entry(2, storage(true)),
                 entry(3, storage(true)),
+                entry(4, storage(true)),
+                entry(5, storage(false)),
+                entry(6, storage(true)),
+                entry(7, storage(true)),
+                entry(8, storage(false)),
             ],
         });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -67,11 +77,13 @@ impl PosEnc {
             bind_group_layouts: &[Some(&bind_group_layout)],
             immediate_size: 0,
         });
-        let no_ids = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("wgpu-posenc no position ids"),
-            contents: bytemuck::cast_slice(&[0u32; 4]),
-            usage: wgpu::BufferUsages::STORAGE,
-        });
+        let dummy = |label| {
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytemuck::cast_slice(&[0u32; 4]),
+                usage: wgpu::BufferUsages::STORAGE,
+            })
+        };
         Self {
             device: device.clone(),
             queue: queue.clone(),
@@ -85,7 +97,8 @@ impl PosEnc {
             pipeline_layout,
             pipelines: Arc::default(),
             frequencies: Arc::default(),
-            no_ids,
+            dummy: dummy("wgpu-posenc unused read-only binding"),
+            dummy_rw: dummy("wgpu-posenc unused read-write binding"),
         }
     }
 
@@ -180,7 +193,8 @@ impl PosEnc {
         )
     }
 
-    /// Checks that the device can run a tensor of `dtype`.
+    /// Checks that the device can run a tensor of `dtype` (bf16 runs everywhere: it is
+    /// unpacked from u32 words).
     pub(crate) fn check_dtype(&self, dtype: Dtype) -> Result<()> {
         if dtype == Dtype::F16 && !self.device.features().contains(wgpu::Features::SHADER_F16) {
             return Err(Error::MissingFeature {

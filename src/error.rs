@@ -63,6 +63,41 @@ pub enum Error {
         /// What it must be.
         need: &'static str,
     },
+    /// M-RoPE sections that do not cover the rotary pairs.
+    #[error("mrope_section {section:?} must sum to rotary_dim / 2 = {pairs}")]
+    InvalidMRopeSection {
+        /// The sections given.
+        section: [u64; 3],
+        /// Pairs to cover.
+        pairs: u64,
+    },
+    /// The kind of positions does not fit the spec or the view.
+    #[error("{0}")]
+    PositionsMismatch(&'static str),
+    /// A position is past the end of a cos/sin cache.
+    #[error(
+        "position {position} is past the cos/sin cache of {max_pos} positions: enlarge the \
+         cache or compute angles on the fly"
+    )]
+    PositionOutOfCache {
+        /// The largest position asked for.
+        position: u64,
+        /// Rows in the cache.
+        max_pos: u64,
+    },
+    /// Two tensors of one call disagree on a dimension.
+    #[error("{what}: shapes {a:?} and {b:?} must agree")]
+    ShapeMismatch {
+        /// What must agree.
+        what: &'static str,
+        /// The first shape.
+        a: [u64; 4],
+        /// The second shape.
+        b: [u64; 4],
+    },
+    /// Two options that cannot be combined in one call.
+    #[error("{0}")]
+    Unsupported(&'static str),
     /// The spec and the tensor disagree on the row width.
     #[error("the spec has d_model {spec} but the tensor's rows have {tensor} elements")]
     DimMismatch {
@@ -136,9 +171,11 @@ pub enum Error {
         /// Number of tokens.
         seq: u64,
     },
-    /// The position-id buffer or slice has fewer than batch * seq ids.
-    #[error("position ids: {needed} needed (batch * seq) but {available} given")]
+    /// A position buffer or slice (ids, starts, `cu_seqlens`, offsets) is too short.
+    #[error("{what}: {needed} values needed but {available} given")]
     PositionIdsTooShort {
+        /// Which positions.
+        what: &'static str,
         /// Ids needed.
         needed: u64,
         /// Ids present.

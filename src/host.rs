@@ -5,7 +5,13 @@ use wgpu::util::DeviceExt;
 use crate::context::PosEnc;
 use crate::error::{Error, Result};
 use crate::spec::{RopeSpec, SinusoidalSpec};
-use crate::tensor::{HostPositions, Layout, Positions, TensorView};
+use crate::tensor::{ArrayView, HostPositions, Layout, Positions, TensorView};
+
+/// Host positions uploaded to GPU buffers.
+struct Uploaded {
+    first: Option<wgpu::Buffer>,
+    second: Option<wgpu::Buffer>,
+}
 
 impl PosEnc {
     /// RoPE in place over `data`, laid out as `layout` says (f32). Blocks until done.
@@ -16,25 +22,9 @@ impl PosEnc {
         data: &mut [f32],
         positions: HostPositions<'_>,
     ) -> Result<()> {
-        let ids = match positions {
-            HostPositions::Start(_) => None,
-            HostPositions::Ids(ids) => {
-                let needed = layout.shape[0].saturating_mul(layout.shape[2]);
-                if (ids.len() as u64) < needed {
-                    return Err(Error::PositionIdsTooShort {
-                        needed,
-                        available: ids.len() as u64,
-                    });
-                }
-                Some(self.upload(&ids[..needed as usize], "wgpu-posenc position ids"))
-            }
-        };
+        let uploaded = self.upload_positions(&positions);
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
-            let positions = match (&ids, positions) {
-                (Some(buffer), _) => Positions::Ids { buffer, offset: 0 },
-                (None, HostPositions::Start(start)) => Positions::Start(start),
-                (None, HostPositions::Ids(_)) => unreachable!("ids were uploaded above"),
-            };
+            let positions = uploaded.positions(&positions);
             ctx.encode_rope(encoder, spec, &TensorView::new(buffer, layout), positions)
                 .map(drop)
         })
@@ -68,19 +58,40 @@ impl PosEnc {
         spec: &SinusoidalSpec,
         layout: Layout,
         data: &mut [f32],
-        start: u32,
+        positions: HostPositions<'_>,
         scale: f32,
     ) -> Result<()> {
+        let uploaded = self.upload_positions(&positions);
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
-            ctx.encode_sinusoidal_add(
-                encoder,
-                spec,
-                &TensorView::new(buffer, layout),
-                start,
-                scale,
-            )
-            .map(drop)
+            let positions = uploaded.positions(&positions);
+            let view = TensorView::new(buffer, layout);
+            ctx.encode_sinusoidal_add(encoder, spec, &view, positions, scale)
+                .map(drop)
         })
+    }
+
+    /// Uploads the arrays of host positions (their lengths are checked by the encode call).
+    fn upload_positions(&self, positions: &HostPositions<'_>) -> Uploaded {
+        let up = |data: &[u32]| Some(self.upload(data, "wgpu-posenc positions"));
+        match *positions {
+            HostPositions::Start(_) => Uploaded {
+                first: None,
+                second: None,
+            },
+            HostPositions::BatchStarts(v) | HostPositions::Ids(v) | HostPositions::Axes(v) => {
+                Uploaded {
+                    first: up(v),
+                    second: None,
+                }
+            }
+            HostPositions::Varlen {
+                cu_seqlens,
+                offsets,
+            } => Uploaded {
+                first: up(cu_seqlens),
+                second: offsets.and_then(up),
+            },
+        }
     }
 
     fn upload(&self, data: &[u32], label: &str) -> wgpu::Buffer {
@@ -168,5 +179,23 @@ impl PosEnc {
         }
         staging.unmap();
         Ok(())
+    }
+}
+
+impl Uploaded {
+    /// The GPU form of `host`, whose arrays this holds.
+    fn positions<'a>(&'a self, host: &HostPositions<'_>) -> Positions<'a> {
+        let first = || ArrayView::new(self.first.as_ref().expect("uploaded"));
+        match *host {
+            HostPositions::Start(start) => Positions::Start(start),
+            HostPositions::BatchStarts(_) => Positions::BatchStarts(first()),
+            HostPositions::Ids(_) => Positions::Ids(first()),
+            HostPositions::Axes(_) => Positions::Axes(first()),
+            HostPositions::Varlen { cu_seqlens, .. } => Positions::Varlen {
+                cu_seqlens: first(),
+                num_seqs: cu_seqlens.len().saturating_sub(1) as u32,
+                offsets: self.second.as_ref().map(ArrayView::new),
+            },
+        }
     }
 }

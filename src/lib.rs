@@ -37,5 +37,6 @@ pub use context::PosEnc;
 pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Scaling};
 pub use kernels::pass::EncodeReport;
-pub use spec::{Dtype, PairLayout, RopeSpec, SinusoidalLayout, SinusoidalSpec};
-pub use tensor::{HostPositions, Layout, Positions, TensorView};
+pub use kernels::rope::RopeCall;
+pub use spec::{Dtype, MRope, PairLayout, RopeSpec, SinusoidalLayout, SinusoidalSpec};
+pub use tensor::{ArrayView, CosSinCache, HostPositions, Layout, Positions, TensorView};

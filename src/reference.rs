@@ -51,37 +51,81 @@ pub fn row_start(layout: &Layout, b: u64, h: u64, s: u64) -> u64 {
     layout.offset + b * layout.strides[0] + h * layout.strides[1] + s * layout.strides[2]
 }
 
-/// Position of token `(b, s)`.
-pub fn position(positions: &HostPositions<'_>, seq: u64, b: u64, s: u64) -> u32 {
-    match positions {
-        HostPositions::Start(start) => start + s as u32,
-        HostPositions::Ids(ids) => ids[(b * seq + s) as usize],
-    }
+/// A cos/sin cache `[max_pos, ...]` on the host: row `p` holds the cos (at `cos_offset`)
+/// and sin (at `sin_offset`) of pair `j` of position `p` at `p * row_stride + offset + j`.
+#[derive(Clone, Copy, Debug)]
+pub struct HostCache<'a> {
+    /// Cache values.
+    pub values: &'a [f32],
+    /// Rows.
+    pub max_pos: u64,
+    /// Elements between rows.
+    pub row_stride: u64,
+    /// Index of the first cos in a row.
+    pub cos_offset: u64,
+    /// Index of the first sin in a row.
+    pub sin_offset: u64,
 }
 
 /// RoPE in place over `x` (every option of [`RopeSpec`]); panics on a malformed spec or
 /// short slice, as a test oracle should.
 pub fn rope(spec: &RopeSpec, layout: &Layout, x: &mut [f64], positions: HostPositions<'_>) {
-    let [nb, nh, ns, d] = layout.shape;
+    let src = x.to_vec();
+    rope_out(spec, layout, &src, layout, x, positions, None);
+}
+
+/// RoPE from `src` (laid out as `src_layout`) into `dst` (`dst_layout`, same shape): rotated
+/// pairs, and the tail `[r, head_dim)` copied. With `cache`, the angles come from it.
+pub fn rope_out(
+    spec: &RopeSpec,
+    src_layout: &Layout,
+    src: &[f64],
+    dst_layout: &Layout,
+    dst: &mut [f64],
+    positions: HostPositions<'_>,
+    cache: Option<&HostCache<'_>>,
+) {
+    let [nb, nh, ns, d] = src_layout.shape;
+    assert_eq!(src_layout.shape, dst_layout.shape);
     let r = spec.rotary_dim.unwrap_or(d);
     let seq_len = spec.scaling_seq_len.unwrap_or(match positions {
         HostPositions::Start(start) => u64::from(start) + ns,
-        HostPositions::Ids(_) => ns,
+        _ => ns,
     });
     let (freqs, factor) = frequencies(spec, r, seq_len).expect("valid scaling");
+    let axes = match spec.mrope {
+        Some(m) => m.axes(r / 2).expect("valid sections"),
+        None => vec![0; (r / 2) as usize],
+    };
     for b in 0..nb {
         for s in 0..ns {
-            let p = position(&positions, ns, b, s);
             for h in 0..nh {
-                let row = row_start(layout, b, h, s);
+                let from = row_start(src_layout, b, h, s) as usize;
+                let to = row_start(dst_layout, b, h, s) as usize;
                 for (j, &f) in freqs.iter().enumerate() {
-                    let (sin, cos) = sincos(p, f);
-                    let (sin, cos) = (sin * factor, cos * factor);
+                    let p = positions.position(nb, ns, b, s, u64::from(axes[j]));
+                    let (sin, cos) = match cache {
+                        None => {
+                            let (sin, cos) = sincos(p, f);
+                            (sin * factor, cos * factor)
+                        }
+                        Some(c) => {
+                            assert!(u64::from(p) < c.max_pos, "position {p} outside the cache");
+                            let row = (u64::from(p) * c.row_stride) as usize + j;
+                            (
+                                f64::from(c.values[row + c.sin_offset as usize]),
+                                f64::from(c.values[row + c.cos_offset as usize]),
+                            )
+                        }
+                    };
                     let sin = if spec.inverse { -sin } else { sin };
                     let (i0, i1) = pair(spec.pair_layout, r, j as u64);
-                    let (x0, x1) = (x[(row + i0) as usize], x[(row + i1) as usize]);
-                    x[(row + i0) as usize] = x0 * cos - x1 * sin;
-                    x[(row + i1) as usize] = x0 * sin + x1 * cos;
+                    let (x0, x1) = (src[from + i0 as usize], src[from + i1 as usize]);
+                    dst[to + i0 as usize] = x0 * cos - x1 * sin;
+                    dst[to + i1 as usize] = x0 * sin + x1 * cos;
+                }
+                for k in r as usize..d as usize {
+                    dst[to + k] = src[from + k];
                 }
             }
         }
@@ -100,11 +144,19 @@ pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<f64>, f
     }
 }
 
-/// The sinusoidal row of position `p`: `d_model` values in the spec's layout.
+/// The sinusoidal row of position `p`: `d_model` values in the spec's layout (zeros for
+/// the padding index).
 pub fn sinusoidal_row(spec: &SinusoidalSpec, p: u32) -> Vec<f64> {
     let d = spec.d_model;
     let mut row = vec![0.0; d as usize];
-    for (i, &w) in inv_freq(d, spec.base).iter().enumerate() {
+    if spec.padding_idx == Some(p) {
+        return row;
+    }
+    let freqs = match spec.timescales {
+        None => inv_freq(d, spec.base),
+        Some(_) => spec.frequencies(),
+    };
+    for (i, &w) in freqs.iter().enumerate() {
         let (sin, cos) = sincos(p, w);
         let (i_sin, i_cos) = pair(spec.pair_layout(), d, i as u64);
         row[i_sin as usize] = sin;
@@ -125,13 +177,13 @@ pub fn sinusoidal_add(
     spec: &SinusoidalSpec,
     layout: &Layout,
     x: &mut [f64],
-    start: u32,
+    positions: HostPositions<'_>,
     scale: f64,
 ) {
     let [nb, nh, ns, _] = layout.shape;
     for s in 0..ns {
-        let pe = sinusoidal_row(spec, start + s as u32);
         for b in 0..nb {
+            let pe = sinusoidal_row(spec, positions.position(nb, ns, b, s, 0));
             for h in 0..nh {
                 let row = row_start(layout, b, h, s) as usize;
                 for (k, v) in pe.iter().enumerate() {

@@ -33,6 +33,9 @@ pub enum Dtype {
     F32,
     /// 16-bit float; needs the device feature `SHADER_F16`. Results round to nearest on store.
     F16,
+    /// bfloat16, stored as the 16-bit halves of u32 words (WGSL has no bf16); any adapter.
+    /// Results round to nearest even on store.
+    BF16,
 }
 
 impl Dtype {
@@ -40,8 +43,51 @@ impl Dtype {
     pub fn size(self) -> u64 {
         match self {
             Dtype::F32 => 4,
-            Dtype::F16 => 2,
+            Dtype::F16 | Dtype::BF16 => 2,
         }
+    }
+}
+
+/// Multimodal RoPE (Qwen2-VL and later): each pair takes its position from one of three
+/// axes (temporal, height, width) of [`Positions::Axes`](crate::Positions::Axes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MRope {
+    /// Pairs per axis (HF `mrope_section`), summing to `r / 2`.
+    pub section: [u64; 3],
+    /// `false`: contiguous sections `[t.. | h.. | w..]` (Qwen2-VL, Qwen2.5-VL).
+    /// `true`: interleaved `t h w t h w ...` while each axis has pairs left (Qwen3-VL).
+    pub interleaved: bool,
+}
+
+impl MRope {
+    /// The axis (0, 1, 2) of each of the `pairs` pairs.
+    pub fn axes(&self, pairs: u64) -> Result<Vec<u32>> {
+        let [t, h, w] = self.section;
+        if t.checked_add(h).and_then(|v| v.checked_add(w)) != Some(pairs) {
+            return Err(Error::InvalidMRopeSection {
+                section: self.section,
+                pairs,
+            });
+        }
+        Ok((0..pairs)
+            .map(|j| {
+                if self.interleaved {
+                    // HF Qwen3-VL: pairs 1, 4, 7, .. below 3h take height, 2, 5, 8, .. below
+                    // 3w take width, all others temporal.
+                    match j % 3 {
+                        1 if j < 3 * h => 1,
+                        2 if j < 3 * w => 2,
+                        _ => 0,
+                    }
+                } else if j < t {
+                    0
+                } else if j < t + h {
+                    1
+                } else {
+                    2
+                }
+            })
+            .collect())
     }
 }
 
@@ -61,6 +107,8 @@ pub struct RopeSpec {
     /// Sequence length that length-dependent scalings (dynamic NTK, LongRoPE) see; `None`
     /// uses the number of tokens of the view plus the start position.
     pub scaling_seq_len: Option<u64>,
+    /// Multimodal RoPE sections; positions must then be [`Positions::Axes`](crate::Positions::Axes).
+    pub mrope: Option<MRope>,
 }
 
 impl Default for RopeSpec {
@@ -72,6 +120,7 @@ impl Default for RopeSpec {
             inverse: false,
             scaling: Scaling::Default,
             scaling_seq_len: None,
+            mrope: None,
         }
     }
 }
@@ -112,6 +161,21 @@ impl RopeSpec {
         self
     }
 
+    /// Sets the sequence length that dynamic NTK and LongRoPE see.
+    pub fn scaling_seq_len(mut self, seq_len: u64) -> Self {
+        self.scaling_seq_len = Some(seq_len);
+        self
+    }
+
+    /// Multimodal RoPE with `section` pairs per axis (temporal, height, width).
+    pub fn mrope(mut self, section: [u64; 3], interleaved: bool) -> Self {
+        self.mrope = Some(MRope {
+            section,
+            interleaved,
+        });
+        self
+    }
+
     /// Checks the spec against a head dimension; returns the rotary dimension.
     pub(crate) fn validate(&self, head_dim: u64) -> Result<u64> {
         if head_dim == 0 || !head_dim.is_multiple_of(2) {
@@ -139,6 +203,13 @@ pub struct SinusoidalSpec {
     pub base: f64,
     /// Where the sines and cosines go.
     pub layout: SinusoidalLayout,
+    /// tensor2tensor / fairseq frequencies instead of `base`: `(min, max)` timescales,
+    /// `w_i = (1/min) (min/max)^(i / (d/2 - 1))`. fairseq uses `(1, 10000)`.
+    pub timescales: Option<(f64, f64)>,
+    /// fairseq's padding index: the row of this position is all zeros (and the fused add
+    /// adds nothing to such tokens). fairseq numbers real tokens from `padding_idx + 1`:
+    /// pass that as the start, or position ids that map padding tokens to `padding_idx`.
+    pub padding_idx: Option<u32>,
 }
 
 impl SinusoidalSpec {
@@ -148,6 +219,37 @@ impl SinusoidalSpec {
             d_model,
             base: 10_000.0,
             layout: SinusoidalLayout::Interleaved,
+            timescales: None,
+            padding_idx: None,
+        }
+    }
+
+    /// tensor2tensor / fairseq `(min, max)` timescales.
+    pub fn timescales(mut self, min: f64, max: f64) -> Self {
+        self.timescales = Some((min, max));
+        self
+    }
+
+    /// fairseq's zeroed padding row.
+    pub fn padding_idx(mut self, padding_idx: u32) -> Self {
+        self.padding_idx = Some(padding_idx);
+        self
+    }
+
+    /// The angular frequency of each sin/cos pair, radians per position.
+    pub fn frequencies(&self) -> Vec<f64> {
+        let half = self.d_model / 2;
+        match self.timescales {
+            None => (0..half)
+                .map(|i| self.base.powf(-((2 * i) as f64) / self.d_model as f64))
+                .collect(),
+            Some((min, max)) => {
+                // tensor2tensor get_timing_signal_1d: log-spaced timescales from min to max.
+                let steps = (half.max(2) - 1) as f64;
+                (0..half)
+                    .map(|i| (min / max).powf(i as f64 / steps) / min)
+                    .collect()
+            }
         }
     }
 
@@ -167,6 +269,15 @@ impl SinusoidalSpec {
         if self.d_model == 0 || !self.d_model.is_multiple_of(2) {
             return Err(Error::InvalidDModel {
                 d_model: self.d_model,
+            });
+        }
+        if let Some((min, max)) = self.timescales
+            && !(min.is_finite() && max.is_finite() && min > 0.0 && max >= min)
+        {
+            return Err(Error::InvalidParameter {
+                what: "timescales (min, max)",
+                value: if min > 0.0 { max } else { min },
+                need: "finite, with 0 < min <= max",
             });
         }
         check_base(self.base)

@@ -153,26 +153,151 @@ impl<'a> TensorView<'a> {
     }
 }
 
-/// Which position each token has, for a view of `seq` tokens per batch row.
+/// An array of 4-byte values in a GPU buffer: u32 positions (ids, per-row starts,
+/// `cu_seqlens`) or an f32 cos/sin cache.
 #[derive(Clone, Copy, Debug)]
-pub enum Positions<'a> {
-    /// Token `s` has position `start + s` in every batch row (prefill from 0, or decode with
-    /// a KV cache of `start` tokens).
-    Start(u32),
-    /// Explicit ids, `[batch, seq]` row-major u32 (HF `position_ids`), in a GPU buffer.
-    Ids {
-        /// The buffer; needs `STORAGE` usage.
-        buffer: &'a wgpu::Buffer,
-        /// Byte offset of the first id (a multiple of 4).
-        offset: u64,
-    },
+pub struct ArrayView<'a> {
+    /// The buffer; needs `STORAGE` usage.
+    pub buffer: &'a wgpu::Buffer,
+    /// Byte offset of the first value (a multiple of 4).
+    pub offset: u64,
 }
 
-/// [`Positions`] for the host-slice methods.
+impl<'a> ArrayView<'a> {
+    /// The values from the start of `buffer`.
+    pub fn new(buffer: &'a wgpu::Buffer) -> Self {
+        Self { buffer, offset: 0 }
+    }
+
+    /// The values from byte `offset` of `buffer`.
+    pub fn at(buffer: &'a wgpu::Buffer, offset: u64) -> Self {
+        Self { buffer, offset }
+    }
+}
+
+/// Which position each token of a `[batch, heads, seq, dim]` view has.
+#[derive(Clone, Copy, Debug)]
+pub enum Positions<'a> {
+    /// Token `s` has position `start + s` in every batch row (prefill from 0, or decode after
+    /// a KV cache of `start` tokens).
+    Start(u32),
+    /// One start per batch row, `[batch]`: token `s` of row `b` has position `starts[b] + s`
+    /// (decoding several sequences of different lengths together).
+    BatchStarts(ArrayView<'a>),
+    /// Explicit ids, `[batch, seq]` row-major (HF `position_ids`, vLLM `positions`).
+    Ids(ArrayView<'a>),
+    /// Packed variable-length sequences (flash-attention `cu_seqlens`): the view holds all
+    /// tokens on its seq axis (batch 1); sequence `i` is tokens `cu_seqlens[i]..cu_seqlens[i+1]`
+    /// and its positions restart at `offsets[i]` (0 without offsets).
+    Varlen {
+        /// `num_seqs + 1` cumulative lengths, `cu_seqlens[0] = 0`, last = tokens.
+        cu_seqlens: ArrayView<'a>,
+        /// Number of sequences.
+        num_seqs: u32,
+        /// Optional first position of each sequence, `[num_seqs]`.
+        offsets: Option<ArrayView<'a>>,
+    },
+    /// Three position axes per token for M-RoPE (temporal, height, width), `[3, batch, seq]`
+    /// (HF Qwen2-VL `position_ids`). Needs [`RopeSpec::mrope`](crate::RopeSpec::mrope).
+    Axes(ArrayView<'a>),
+}
+
+/// [`Positions`] for the host-slice methods and the reference.
 #[derive(Clone, Copy, Debug)]
 pub enum HostPositions<'a> {
     /// Token `s` has position `start + s`.
     Start(u32),
+    /// One start per batch row.
+    BatchStarts(&'a [u32]),
     /// Explicit ids, `[batch, seq]` row-major.
     Ids(&'a [u32]),
+    /// Packed variable-length sequences.
+    Varlen {
+        /// `num_seqs + 1` cumulative lengths.
+        cu_seqlens: &'a [u32],
+        /// Optional first position of each sequence.
+        offsets: Option<&'a [u32]>,
+    },
+    /// Three position axes per token, `[3, batch, seq]`.
+    Axes(&'a [u32]),
+}
+
+impl HostPositions<'_> {
+    /// Position of token `(b, s)` of a view of `batch` rows of `seq` tokens, on `axis`
+    /// (0 unless M-RoPE).
+    pub fn position(&self, batch: u64, seq: u64, b: u64, s: u64, axis: u64) -> u32 {
+        match *self {
+            HostPositions::Start(start) => start + s as u32,
+            HostPositions::BatchStarts(starts) => starts[b as usize] + s as u32,
+            HostPositions::Ids(ids) => ids[(b * seq + s) as usize],
+            HostPositions::Varlen {
+                cu_seqlens,
+                offsets,
+            } => {
+                // The last sequence whose start is at or before s.
+                let i = cu_seqlens[..cu_seqlens.len() - 1]
+                    .iter()
+                    .rposition(|&c| u64::from(c) <= s)
+                    .unwrap_or(0);
+                let offset = offsets.map_or(0, |o| o[i]);
+                (s as u32).wrapping_sub(cu_seqlens[i]).wrapping_add(offset)
+            }
+            HostPositions::Axes(ids) => ids[(axis * batch * seq + b * seq + s) as usize],
+        }
+    }
+}
+
+/// A caller-provided cos/sin cache (the vLLM `cos_sin_cache` and ONNX Runtime
+/// `cos_cache`/`sin_cache` conventions): the cos and sin of pair `j` at position `p` are the
+/// f32 values at index `p * row_stride + j` of `cos` and of `sin`. Angles then come from it
+/// instead of the frequencies (and the spec's base and scaling are not used).
+#[derive(Clone, Copy, Debug)]
+pub struct CosSinCache<'a> {
+    /// First cos value.
+    pub cos: ArrayView<'a>,
+    /// First sin value.
+    pub sin: ArrayView<'a>,
+    /// Number of positions (rows).
+    pub max_pos: u64,
+    /// f32 values between rows.
+    pub row_stride: u64,
+    /// A u32 the kernel sets to 1 when a position read on the GPU was past the cache (the
+    /// position is then clamped to the last row). Needed when positions are on the GPU;
+    /// contiguous positions are checked on the host instead.
+    pub overflow_flag: Option<ArrayView<'a>>,
+}
+
+impl<'a> CosSinCache<'a> {
+    /// vLLM's `cos_sin_cache` `[max_pos, r]`: each row is `r/2` cos then `r/2` sin.
+    pub fn vllm(buffer: &'a wgpu::Buffer, max_pos: u64, rotary_dim: u64) -> Self {
+        Self {
+            cos: ArrayView::new(buffer),
+            sin: ArrayView::at(buffer, rotary_dim / 2 * 4),
+            max_pos,
+            row_stride: rotary_dim,
+            overflow_flag: None,
+        }
+    }
+
+    /// ONNX Runtime's separate `cos_cache` and `sin_cache`, each `[max_pos, r/2]`.
+    pub fn split(
+        cos: &'a wgpu::Buffer,
+        sin: &'a wgpu::Buffer,
+        max_pos: u64,
+        rotary_dim: u64,
+    ) -> Self {
+        Self {
+            cos: ArrayView::new(cos),
+            sin: ArrayView::new(sin),
+            max_pos,
+            row_stride: rotary_dim / 2,
+            overflow_flag: None,
+        }
+    }
+
+    /// Where to flag positions past the cache.
+    pub fn with_overflow_flag(mut self, flag: ArrayView<'a>) -> Self {
+        self.overflow_flag = Some(flag);
+        self
+    }
 }

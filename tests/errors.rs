@@ -5,7 +5,7 @@ mod common;
 use common::ctx;
 use wgpu::util::DeviceExt;
 use wgpu_posenc::{
-    Dtype, Error, HostPositions, Layout, Positions, RopeSpec, SinusoidalSpec, TensorView,
+    ArrayView, Dtype, Error, HostPositions, Layout, Positions, RopeSpec, SinusoidalSpec, TensorView,
 };
 
 fn buffer(bytes: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
@@ -180,20 +180,14 @@ fn positions() {
             contents: bytemuck::cast_slice(&[0u32; 19]),
             usage: wgpu::BufferUsages::STORAGE,
         });
-    let e = rope(
-        &RopeSpec::new(),
-        view,
-        Positions::Ids {
-            buffer: &ids,
-            offset: 0,
-        },
-    );
+    let e = rope(&RopeSpec::new(), view, Positions::Ids(ArrayView::new(&ids)));
     assert!(
         matches!(
             e,
             Error::PositionIdsTooShort {
                 needed: 20,
-                available: 19
+                available: 19,
+                ..
             }
         ),
         "{e}"
@@ -201,10 +195,7 @@ fn positions() {
     let e = rope(
         &RopeSpec::new(),
         view,
-        Positions::Ids {
-            buffer: &ids,
-            offset: 2,
-        },
+        Positions::Ids(ArrayView::at(&ids, 2)),
     );
     assert!(
         matches!(e, Error::MisalignedOffset { offset: 2, .. }),
@@ -214,10 +205,7 @@ fn positions() {
     let e = rope(
         &RopeSpec::new(),
         view,
-        Positions::Ids {
-            buffer: &not_storage,
-            offset: 0,
-        },
+        Positions::Ids(ArrayView::new(&not_storage)),
     );
     assert!(matches!(e, Error::MissingUsage { .. }), "{e}");
 
@@ -235,7 +223,8 @@ fn positions() {
             e,
             Error::PositionIdsTooShort {
                 needed: 20,
-                available: 19
+                available: 19,
+                ..
             }
         ),
         "{e}"
@@ -288,7 +277,13 @@ fn sinusoidal_inputs() {
     let mut encoder = ctx().device().create_command_encoder(&Default::default());
     let view = TensorView::new(&b, Layout::bsd(1, 4, 16));
     let e = ctx()
-        .encode_sinusoidal_add(&mut encoder, &SinusoidalSpec::new(8), &view, 0, 1.0)
+        .encode_sinusoidal_add(
+            &mut encoder,
+            &SinusoidalSpec::new(8),
+            &view,
+            Positions::Start(0),
+            1.0,
+        )
         .expect_err("mismatch");
     assert!(
         matches!(
@@ -301,7 +296,13 @@ fn sinusoidal_inputs() {
         "{e}"
     );
     let e = ctx()
-        .encode_sinusoidal_add(&mut encoder, &SinusoidalSpec::new(16), &view, 0, f32::NAN)
+        .encode_sinusoidal_add(
+            &mut encoder,
+            &SinusoidalSpec::new(16),
+            &view,
+            Positions::Start(0),
+            f32::NAN,
+        )
         .expect_err("nan");
     assert!(
         matches!(e, Error::InvalidParameter { what: "scale", .. }),

@@ -146,10 +146,7 @@ fn small_bindings_split_any_layout() {
         let use_ids = case % 4 < 2;
         let gpu = run_on_buffer(&input, |encoder, buffer| {
             let positions = if use_ids {
-                Positions::Ids {
-                    buffer: &ids_buffer,
-                    offset: 0,
-                }
+                Positions::Ids(wgpu_posenc::ArrayView::new(&ids_buffer))
             } else {
                 Positions::Start(9)
             };

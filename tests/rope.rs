@@ -4,7 +4,9 @@
 mod common;
 
 use common::{Rng, assert_matches, ctx, guarded_input, run_on_buffer, u32_buffer};
-use wgpu_posenc::{HostPositions, Layout, PairLayout, Positions, RopeSpec, TensorView, reference};
+use wgpu_posenc::{
+    ArrayView, HostPositions, Layout, PairLayout, Positions, RopeSpec, TensorView, reference,
+};
 
 /// Rotated outputs: |x| < 1, cos/sin within 2.5e-7, plus two f32 roundings.
 const TOL: f64 = 1e-6;
@@ -43,7 +45,7 @@ fn check_case(
     let ids_buffer = ids.map(u32_buffer);
     let gpu = run_on_buffer(&input, |encoder, buffer| {
         let positions = match &ids_buffer {
-            Some(buffer) => Positions::Ids { buffer, offset: 0 },
+            Some(buffer) => Positions::Ids(ArrayView::new(buffer)),
             None => Positions::Start(start),
         };
         ctx()

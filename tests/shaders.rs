@@ -33,7 +33,7 @@ fn compile(spec: &Specialization) -> (naga::Module, ModuleInfo) {
 #[test]
 fn every_variant_validates_and_translates() {
     let all = Specialization::all();
-    assert_eq!(all.len(), 32);
+    assert!(all.len() > 200, "{}", all.len());
     for spec in &all {
         let (module, info) = compile(spec);
 

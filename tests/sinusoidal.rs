@@ -5,7 +5,9 @@
 mod common;
 
 use common::{Rng, assert_matches, ctx, guarded_input, max_error, poison, run_on_buffer};
-use wgpu_posenc::{Layout, SinusoidalLayout, SinusoidalSpec, TensorView, reference};
+use wgpu_posenc::{
+    HostPositions, Layout, Positions, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+};
 
 const LAYOUTS: [SinusoidalLayout; 2] = [
     SinusoidalLayout::Interleaved,
@@ -102,13 +104,19 @@ fn fused_add_matches_the_reference() {
                         encoder,
                         &spec,
                         &TensorView::new(buffer, layout),
-                        start,
+                        Positions::Start(start),
                         scale,
                     )
                     .expect("encode");
             });
             let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
-            reference::sinusoidal_add(&spec, &layout, &mut expected, start, f64::from(scale));
+            reference::sinusoidal_add(
+                &spec,
+                &layout,
+                &mut expected,
+                HostPositions::Start(start),
+                f64::from(scale),
+            );
             // |x * scale| < 8: a few f32 roundings of that size, plus the PE error.
             assert_matches(
                 &input,
@@ -132,9 +140,9 @@ fn host_table_and_add_match_the_reference() {
     let input = rng.values(2 * 40 * 96);
     let mut gpu = input.clone();
     ctx()
-        .sinusoidal_add_host(&spec, layout, &mut gpu, 3, 0.5)
+        .sinusoidal_add_host(&spec, layout, &mut gpu, HostPositions::Start(3), 0.5)
         .expect("add");
     let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
-    reference::sinusoidal_add(&spec, &layout, &mut expected, 3, 0.5);
+    reference::sinusoidal_add(&spec, &layout, &mut expected, HostPositions::Start(3), 0.5);
     assert_matches(&input, &gpu, &expected, 1e-6, "sinusoidal_add_host");
 }

@@ -1,36 +1,84 @@
-//! Encoding one pair pass: planning its blocks, binding a window of the tensor (and of the
+//! Encoding one pair pass: planning its blocks, binding a window of each tensor (and of the
 //! position ids) per block, and dispatching each block's invocations.
 
 use wgpu::util::DeviceExt;
 
-use super::plan::{Params, PlanInput};
-use super::{Specialization, WORKGROUP};
+use super::plan::{IdsSpan, Params, PlanInput, ViewSpan};
+use super::{PositionMode, Second, Specialization, WORKGROUP};
 use crate::context::PosEnc;
 use crate::error::{Error, Result};
 use crate::tensor::Layout;
+
+/// A u32 array resolved for a pass: its buffer and the index of its first value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Words<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub first: u64,
+}
 
 /// Where positions come from, resolved for the pass.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum PassPositions<'a> {
     Start(u32),
-    /// Ids `[batch, seq]`, starting at u32 index `first` of `buffer`.
-    Ids {
-        buffer: &'a wgpu::Buffer,
-        first: u64,
+    BatchStarts(Words<'a>),
+    Ids(Words<'a>),
+    Varlen {
+        cu_seqlens: Words<'a>,
+        num_seqs: u32,
+        offsets: Option<Words<'a>>,
     },
+    Axes(Words<'a>),
 }
 
-/// One pass over a validated view.
+impl PassPositions<'_> {
+    pub fn mode(&self) -> PositionMode {
+        match self {
+            PassPositions::Start(_) => PositionMode::Start,
+            PassPositions::BatchStarts(_) => PositionMode::BatchStarts,
+            PassPositions::Ids(_) => PositionMode::Ids,
+            PassPositions::Varlen { offsets, .. } => PositionMode::Varlen {
+                offsets: offsets.is_some(),
+            },
+            PassPositions::Axes(_) => PositionMode::Axes,
+        }
+    }
+}
+
+/// A cos/sin cache resolved for a pass (element indices of f32 values).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PassCache<'a> {
+    pub cos: Words<'a>,
+    pub sin: Words<'a>,
+    pub max_pos: u64,
+    pub row_stride: u64,
+    /// The u32 flag set when a position is clamped.
+    pub flag: Words<'a>,
+}
+
+/// A tensor of a pass.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PassView<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub layout: Layout,
+}
+
+/// One pass over validated views.
 #[derive(Clone, Debug)]
 pub(crate) struct PairPass<'a> {
     pub spec: Specialization,
-    pub buffer: &'a wgpu::Buffer,
-    pub layout: Layout,
-    /// Elements each row touches from its start.
-    pub row_len: u64,
-    /// Angular frequency of each pair, radians per position.
+    /// View A: rotated in place, or the destination.
+    pub a: PassView<'a>,
+    /// View B: K (in place), or the source; `spec.second` says which.
+    pub b: Option<PassView<'a>>,
+    /// Pairs cover elements `[0, 2 * pairs)` of each row.
+    pub pairs: u64,
+    /// Angular frequency of each pair, radians per position, and its M-RoPE axis.
     pub inv_freq: Vec<f64>,
+    pub axes: Vec<u32>,
     pub positions: PassPositions<'a>,
+    pub cache: Option<PassCache<'a>>,
+    /// Sinusoidal: the position whose row is zero.
+    pub pad_pos: Option<u32>,
     pub sin_sign: f32,
     pub scale: f32,
 }
@@ -44,95 +92,221 @@ pub struct EncodeReport {
     pub max_workgroups: u64,
 }
 
+impl EncodeReport {
+    pub(crate) fn merge(self, other: EncodeReport) -> EncodeReport {
+        EncodeReport {
+            dispatches: self.dispatches + other.dispatches,
+            max_workgroups: self.max_workgroups.max(other.max_workgroups),
+        }
+    }
+}
+
+/// Bytes of slack a window needs: its start aligned down, its size rounded up to 16.
+fn slack(ctx: &PosEnc) -> u64 {
+    ctx.storage_align + 16
+}
+
 impl PosEnc {
+    /// The block plan of a pass, or `None` when not even one row fits one binding.
+    pub(crate) fn plan(&self, pass: &PairPass<'_>) -> PlanInput {
+        let elem = pass.spec.dtype.size();
+        let cap = (self.max_binding.saturating_sub(slack(self)) / elem).min(u32::MAX as u64);
+        let [b, h, s, d] = pass.a.layout.shape;
+        // Out of place, the tail is copied: rows are touched to their end.
+        let row_len = if pass.spec.second == Second::Source {
+            d
+        } else {
+            2 * pass.pairs
+        };
+        let view = |v: &PassView<'_>| ViewSpan {
+            strides: v.layout.strides,
+            heads: v.layout.shape[1],
+            row_len,
+            cap,
+        };
+        let mut views = vec![view(&pass.a)];
+        views.extend(pass.b.as_ref().map(view));
+        let ids = match pass.positions {
+            PassPositions::Start(_) => IdsSpan::None,
+            PassPositions::BatchStarts(_) => IdsSpan::PerBatch,
+            PassPositions::Ids(_) => IdsSpan::PerToken { seq: s },
+            PassPositions::Varlen { num_seqs, .. } => IdsSpan::Whole(u64::from(num_seqs) + 1),
+            PassPositions::Axes(_) => IdsSpan::Axes {
+                seq: s,
+                axis_stride: b * s,
+            },
+        };
+        PlanInput {
+            extents: [b, h, s],
+            views,
+            split_heads: pass.spec.second != Second::InPlace,
+            ids,
+            cap_ids: (self.max_binding.saturating_sub(slack(self)) / 4).min(u32::MAX as u64),
+            groups: pass.pairs / pass.spec.width.pairs(),
+            // Keeps every per-dispatch count well inside u32.
+            max_invocations: 1 << 30,
+        }
+    }
+
     pub(crate) fn encode_pass(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         pass: &PairPass<'_>,
     ) -> Result<EncodeReport> {
-        let elem = pass.spec.dtype.size();
-        let [b, h, s, _] = pass.layout.shape;
-        let g = pass.spec.width.pairs();
-        let groups = pass.inv_freq.len() as u64 / g;
-        // Slack for aligning a window's start down and rounding its size up to 16 bytes.
-        let cap_bytes = self.max_binding.saturating_sub(self.storage_align + 16);
-        let input = PlanInput {
-            extents: [b, h, s],
-            strides: pass.layout.strides,
-            row_len: pass.row_len,
-            ids_seq: matches!(pass.positions, PassPositions::Ids { .. }).then_some(s),
-            groups,
-            cap_x: (cap_bytes / elem).min(u32::MAX as u64),
-            cap_ids: (cap_bytes / 4).min(u32::MAX as u64),
-            // Keeps every per-dispatch count well inside u32.
-            max_invocations: 1 << 30,
-        };
+        let input = self.plan(pass);
         let blocks = input.blocks().ok_or(Error::ShapeOverflow {
-            shape: pass.layout.shape,
-            strides: pass.layout.strides,
+            shape: pass.a.layout.shape,
+            strides: pass.a.layout.strides,
             limit: "one storage binding",
         })?;
         if blocks.is_empty() {
             return Ok(EncodeReport::default());
         }
+        let elem = pass.spec.dtype.size();
+        let [_, _, s, d] = pass.a.layout.shape;
+        let g = pass.spec.width.pairs();
+        let groups = input.groups;
+        let tail = if pass.spec.second == Second::Source {
+            d - 2 * pass.pairs
+        } else {
+            0
+        };
+        // Even shares, so that no two invocations write the same bf16 word.
+        let tail_chunk = tail.div_ceil(groups).next_multiple_of(2);
 
         let pipeline = self.pipeline(pass.spec);
-        let freq =
-            self.frequency_buffer(crate::angle::pack_frequencies(&pass.inv_freq, g as usize));
+        let freq = self.frequency_buffer(crate::angle::pack_frequencies(
+            &pass.inv_freq,
+            &pass.axes,
+            g as usize,
+        ));
+        // Whole small arrays (cu_seqlens, offsets, caches, flag) are bound once per pass.
+        let whole = |w: Words<'_>, count: u64| self.window(w.buffer, w.first * 4, count * 4);
+        let (aux, aux_base) = match pass.positions {
+            PassPositions::Varlen {
+                offsets: Some(o),
+                num_seqs,
+                ..
+            } => {
+                let win = whole(o, u64::from(num_seqs));
+                (Some((o.buffer, win)), (o.first * 4 - win.0) / 4)
+            }
+            _ => (None, 0),
+        };
+        let cache = pass.cache.map(|c| {
+            let rows = c.max_pos * c.row_stride;
+            let cos = whole(c.cos, rows);
+            let sin = whole(c.sin, rows);
+            let flag = whole(c.flag, 1);
+            (c, cos, sin, flag)
+        });
+
         let param_stride = (size_of::<Params>() as u64).next_multiple_of(self.uniform_align);
         let mut uniform = vec![0u8; (param_stride * blocks.len() as u64) as usize];
-        let mut windows = Vec::with_capacity(blocks.len());
-        let mut report = EncodeReport {
-            dispatches: 0,
-            max_workgroups: 0,
-        };
+        let mut bindings = Vec::with_capacity(blocks.len());
+        let mut report = EncodeReport::default();
         for (k, blk) in blocks.iter().enumerate() {
-            let stepped = |i: usize| {
-                if blk.extent[i] > 1 {
-                    pass.layout.strides[i]
-                } else {
-                    0
-                }
-            };
-            let first = pass.layout.offset
-                + (0..3)
-                    .map(|i| blk.start[i] * pass.layout.strides[i])
-                    .sum::<u64>();
-            let x = self.window(pass.buffer, first * elem, input.span(blk.extent) * elem);
-            let (ids, ids_base, pos_start) = match pass.positions {
-                PassPositions::Start(start) => (None, 0, start + blk.start[2] as u32),
-                PassPositions::Ids { buffer, first } => {
-                    let at = first + blk.start[0] * s + blk.start[2];
-                    let w = self.window(buffer, at * 4, input.ids_span(blk.extent) * 4);
-                    let base = (at * 4 - w.0) / 4;
-                    (Some((buffer, w)), base as u32, 0)
-                }
-            };
-            let total = blk.extent[0] * blk.extent[2] * groups;
-            let workgroups = total.div_ceil(WORKGROUP);
-            let grid_x = workgroups.min(65_535);
-            let grid_y = workgroups.div_ceil(grid_x);
-            let params = Params {
-                base: ((first * elem - x.0) / elem) as u32,
-                stride_b: stepped(0) as u32,
-                stride_h: stepped(1) as u32,
-                stride_s: stepped(2) as u32,
+            let mut params = Params {
                 n_b: blk.extent[0] as u32,
                 n_h: blk.extent[1] as u32,
                 n_s: blk.extent[2] as u32,
                 groups: groups as u32,
-                half: (pass.row_len / 2) as u32,
-                pos_start,
-                ids_base,
+                half: pass.pairs as u32,
+                tail: tail as u32,
+                tail_chunk: tail_chunk as u32,
                 ids_stride_b: s as u32,
-                total: total as u32,
-                grid_x: grid_x as u32,
+                tok0: blk.start[2] as u32,
+                pad_pos: pass.pad_pos.unwrap_or(u32::MAX),
+                aux_base: aux_base as u32,
                 sin_sign: pass.sin_sign,
                 scale: pass.scale,
+                ..Params::default()
             };
+            // View windows: A always, B when present; B takes all its heads when they are
+            // not view A's heads.
+            let mut windows = Vec::with_capacity(2);
+            for (i, view) in std::iter::once(&pass.a).chain(pass.b.as_ref()).enumerate() {
+                let own_heads = view.layout.shape[1] != pass.a.layout.shape[1]
+                    || pass.spec.second == Second::InPlace;
+                let (h0, eh) = if own_heads && i == 1 {
+                    (0, view.layout.shape[1])
+                } else {
+                    (blk.start[1], blk.extent[1])
+                };
+                let start = [blk.start[0], h0, blk.start[2]];
+                let ext = [blk.extent[0], eh, blk.extent[2]];
+                let first = view.layout.offset
+                    + (0..3)
+                        .map(|a| start[a] * view.layout.strides[a])
+                        .sum::<u64>();
+                let span = input.span(&input.views[i], ext);
+                let win = self.window(view.buffer, first * elem, span * elem);
+                let stepped = |a: usize| {
+                    if ext[a] > 1 {
+                        view.layout.strides[a] as u32
+                    } else {
+                        0
+                    }
+                };
+                let base = ((first * elem - win.0) / elem) as u32;
+                if i == 0 {
+                    (
+                        params.base,
+                        params.stride_b,
+                        params.stride_h,
+                        params.stride_s,
+                    ) = (base, stepped(0), stepped(1), stepped(2));
+                } else {
+                    (
+                        params.base2,
+                        params.stride2_b,
+                        params.stride2_h,
+                        params.stride2_s,
+                    ) = (base, stepped(0), stepped(1), stepped(2));
+                    params.n_h2 = eh as u32;
+                }
+                windows.push((view.buffer, win));
+            }
+            let ids = match pass.positions {
+                PassPositions::Start(start) => {
+                    params.pos_start = start + blk.start[2] as u32;
+                    None
+                }
+                PassPositions::BatchStarts(w) => Some((w, w.first + blk.start[0])),
+                PassPositions::Ids(w) | PassPositions::Axes(w) => {
+                    params.axis_stride = (pass.a.layout.shape[0] * s) as u32;
+                    Some((w, w.first + blk.start[0] * s + blk.start[2]))
+                }
+                PassPositions::Varlen {
+                    cu_seqlens,
+                    num_seqs,
+                    ..
+                } => {
+                    params.num_seqs = num_seqs;
+                    Some((cu_seqlens, cu_seqlens.first))
+                }
+            };
+            let ids = ids.map(|(w, at)| {
+                let win = self.window(w.buffer, at * 4, input.ids_span(blk.extent) * 4);
+                params.ids_base = ((at * 4 - win.0) / 4) as u32;
+                (w.buffer, win)
+            });
+            if let Some((c, cos, sin, flag)) = &cache {
+                params.max_pos = c.max_pos as u32;
+                params.cache_stride = c.row_stride as u32;
+                params.cos_base = ((c.cos.first * 4 - cos.0) / 4) as u32;
+                params.sin_base = ((c.sin.first * 4 - sin.0) / 4) as u32;
+                params.flag_base = ((c.flag.first * 4 - flag.0) / 4) as u32;
+            }
+            let total = blk.extent[0] * blk.extent[2] * groups;
+            let workgroups = total.div_ceil(WORKGROUP);
+            let grid_x = workgroups.min(65_535);
+            let grid_y = workgroups.div_ceil(grid_x);
+            params.total = total as u32;
+            params.grid_x = grid_x as u32;
             let at = k * param_stride as usize;
             uniform[at..at + size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(&params));
-            windows.push((x, ids, [grid_x as u32, grid_y as u32]));
+            bindings.push((windows, ids, [grid_x as u32, grid_y as u32]));
             report.dispatches += 1;
             report.max_workgroups = report.max_workgroups.max(workgroups);
         }
@@ -143,45 +317,56 @@ impl PosEnc {
                 contents: &uniform,
                 usage: wgpu::BufferUsages::UNIFORM,
             });
-        let bind_groups: Vec<wgpu::BindGroup> = windows
+        let resource = |buffer, (offset, size): (u64, u64)| {
+            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer,
+                offset,
+                size: wgpu::BufferSize::new(size),
+            })
+        };
+        let dummy = || self.dummy.as_entire_binding();
+        let bind_groups: Vec<wgpu::BindGroup> = bindings
             .iter()
             .enumerate()
-            .map(|(k, (x, ids, _))| {
-                let binding = |buffer, (offset, size): (u64, u64)| {
-                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer,
-                        offset,
-                        size: wgpu::BufferSize::new(size),
-                    })
+            .map(|(k, (windows, ids, _))| {
+                let (a, a_win) = windows[0];
+                let x2 = windows.get(1).map_or_else(
+                    || self.dummy_rw.as_entire_binding(),
+                    |&(b, w)| resource(b, w),
+                );
+                let ids = ids.map_or_else(dummy, |(b, w)| resource(b, w));
+                let aux = aux.map_or_else(dummy, |(b, w)| resource(b, w));
+                let (cos, sin, flag) = match &cache {
+                    Some((c, cos, sin, flag)) => (
+                        resource(c.cos.buffer, *cos),
+                        resource(c.sin.buffer, *sin),
+                        resource(c.flag.buffer, *flag),
+                    ),
+                    None => (dummy(), dummy(), self.dummy_rw.as_entire_binding()),
                 };
-                let ids = match ids {
-                    Some((buffer, w)) => binding(buffer, *w),
-                    None => self.no_ids.as_entire_binding(),
-                };
+                let param_window = (k as u64 * param_stride, size_of::<Params>() as u64);
+                let entries = [
+                    resource(&uniform, param_window),
+                    resource(a, a_win),
+                    freq.as_entire_binding(),
+                    ids,
+                    aux,
+                    x2,
+                    cos,
+                    sin,
+                    flag,
+                ];
                 self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some("wgpu-posenc pair pass"),
                     layout: &self.bind_group_layout,
-                    entries: &[
-                        wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: binding(
-                                &uniform,
-                                (k as u64 * param_stride, size_of::<Params>() as u64),
-                            ),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: binding(pass.buffer, *x),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 2,
-                            resource: freq.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 3,
-                            resource: ids,
-                        },
-                    ],
+                    entries: &entries
+                        .into_iter()
+                        .enumerate()
+                        .map(|(binding, resource)| wgpu::BindGroupEntry {
+                            binding: binding as u32,
+                            resource,
+                        })
+                        .collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -191,7 +376,7 @@ impl PosEnc {
             timestamp_writes: None,
         });
         cpass.set_pipeline(&pipeline);
-        for (bind_group, (_, _, [gx, gy])) in bind_groups.iter().zip(&windows) {
+        for (bind_group, (_, _, [gx, gy])) in bind_groups.iter().zip(&bindings) {
             cpass.set_bind_group(0, bind_group, &[]);
             cpass.dispatch_workgroups(*gx, *gy, 1);
         }
@@ -201,7 +386,7 @@ impl PosEnc {
     /// A binding window `(offset, size)` of `buffer` covering bytes `[start, start + len)`:
     /// the offset aligned down to the storage alignment, the size rounded up to 16 bytes
     /// (whole vec4s) but not past the buffer's end.
-    fn window(&self, buffer: &wgpu::Buffer, start: u64, len: u64) -> (u64, u64) {
+    pub(crate) fn window(&self, buffer: &wgpu::Buffer, start: u64, len: u64) -> (u64, u64) {
         let offset = start / self.storage_align * self.storage_align;
         let end = (start + len)
             .next_multiple_of(16)

@@ -1,7 +1,7 @@
 //! Splitting a pass into blocks that each fit one storage binding and one dispatch.
 //!
 //! A block is a box of (batch, head, token) rows. Its rows must all lie inside one binding
-//! window of at most `cap_x` elements, its position ids inside one window of `cap_ids` ids,
+//! window of at most `cap` elements (per tensor), its position ids inside one window of `cap_ids` ids,
 //! and its invocations (batch x token x pair groups; heads are looped inside an invocation)
 //! under `max_invocations`. Blocks grow greedily along the axes in order of increasing
 //! stride, so a contiguous tensor that fits is one block, and one that does not is cut along
@@ -17,36 +17,80 @@ pub(crate) struct Params {
     pub stride_b: u32,
     pub stride_h: u32,
     pub stride_s: u32,
+    pub base2: u32,
+    pub stride2_b: u32,
+    pub stride2_h: u32,
+    pub stride2_s: u32,
     pub n_b: u32,
     pub n_h: u32,
+    pub n_h2: u32,
     pub n_s: u32,
     pub groups: u32,
     pub half: u32,
+    pub tail: u32,
+    pub tail_chunk: u32,
     pub pos_start: u32,
     pub ids_base: u32,
     pub ids_stride_b: u32,
+    pub axis_stride: u32,
+    pub aux_base: u32,
+    pub num_seqs: u32,
+    pub tok0: u32,
+    pub pad_pos: u32,
+    pub max_pos: u32,
+    pub cos_base: u32,
+    pub sin_base: u32,
+    pub cache_stride: u32,
+    pub flag_base: u32,
     pub total: u32,
     pub grid_x: u32,
     pub sin_sign: f32,
     pub scale: f32,
+    pub _pad: [u32; 3],
 }
 
-/// What the planner needs to know about a pass. Axes are (batch, head, token).
+/// One tensor a block touches: its strides along (batch, head, token), its head count,
+/// the elements a row touches from its start, and the largest span one binding may cover.
 #[derive(Clone, Copy, Debug)]
+pub(crate) struct ViewSpan {
+    pub strides: [u64; 3],
+    pub heads: u64,
+    pub row_len: u64,
+    pub cap: u64,
+}
+
+/// Which ids a block reads.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum IdsSpan {
+    None,
+    /// One per batch row.
+    PerBatch,
+    /// `[batch, seq]`.
+    PerToken {
+        seq: u64,
+    },
+    /// Three planes `[3, batch, seq]`, `axis_stride` apart.
+    Axes {
+        seq: u64,
+        axis_stride: u64,
+    },
+    /// All of them, whatever the block (cu_seqlens).
+    Whole(u64),
+}
+
+/// What the planner needs to know about a pass. Axes are (batch, head, token) of view A.
+#[derive(Clone, Debug)]
 pub(crate) struct PlanInput {
     pub extents: [u64; 3],
-    /// Element strides of the three axes.
-    pub strides: [u64; 3],
-    /// Elements a row touches from its start (the rotary dim, or d_model).
-    pub row_len: u64,
-    /// With position ids: the sequence length (the ids' batch stride).
-    pub ids_seq: Option<u64>,
-    /// Pair groups per row.
-    pub groups: u64,
-    /// Largest span of elements one binding may cover.
-    pub cap_x: u64,
+    /// View A first, then view B if the pass has one.
+    pub views: Vec<ViewSpan>,
+    /// False when view B has a head count of its own: blocks then take every head.
+    pub split_heads: bool,
+    pub ids: IdsSpan,
     /// Largest span of ids one binding may cover.
     pub cap_ids: u64,
+    /// Pair groups per row.
+    pub groups: u64,
     /// Largest number of invocations in one dispatch.
     pub max_invocations: u64,
 }
@@ -59,38 +103,58 @@ pub(crate) struct Block {
 }
 
 impl PlanInput {
-    /// Elements spanned by a block of extents `e` (all >= 1).
-    pub fn span(&self, e: [u64; 3]) -> u64 {
-        (0..3).fold(self.row_len, |acc, i| {
-            acc.saturating_add((e[i] - 1).saturating_mul(self.strides[i]))
+    /// Heads of `view` a block of extents `e` covers.
+    fn heads(&self, view: &ViewSpan, e: [u64; 3]) -> u64 {
+        if view.heads == self.extents[1] {
+            e[1]
+        } else {
+            view.heads
+        }
+    }
+
+    /// Elements of `view` spanned by a block of extents `e` (all >= 1).
+    pub fn span(&self, view: &ViewSpan, e: [u64; 3]) -> u64 {
+        let e = [e[0], self.heads(view, e), e[2]];
+        (0..3).fold(view.row_len, |acc, i| {
+            acc.saturating_add((e[i].max(1) - 1).saturating_mul(view.strides[i]))
         })
     }
 
     /// Ids spanned by a block of extents `e`.
     pub fn ids_span(&self, e: [u64; 3]) -> u64 {
-        match self.ids_seq {
-            Some(seq) => (e[0] - 1).saturating_mul(seq).saturating_add(e[2]),
-            None => 0,
+        let per_token = |seq: u64| (e[0] - 1).saturating_mul(seq).saturating_add(e[2]);
+        match self.ids {
+            IdsSpan::None => 0,
+            IdsSpan::PerBatch => e[0],
+            IdsSpan::PerToken { seq } => per_token(seq),
+            IdsSpan::Axes { seq, axis_stride } => {
+                per_token(seq).saturating_add(axis_stride.saturating_mul(2))
+            }
+            IdsSpan::Whole(n) => n,
         }
     }
 
     fn fits(&self, e: [u64; 3]) -> bool {
-        self.span(e) <= self.cap_x
-            && self.ids_span(e) <= self.cap_ids
+        self.views.iter().all(|v| {
+            let stepped = [e[0], self.heads(v, e), e[2]];
+            self.span(v, e) <= v.cap
+                // Strides of axes a block steps along are passed to the shader as u32.
+                && (0..3).all(|i| stepped[i] <= 1 || v.strides[i] <= u32::MAX as u64)
+        }) && self.ids_span(e) <= self.cap_ids
             && e[0].saturating_mul(e[2]).saturating_mul(self.groups) <= self.max_invocations
-            // Strides of axes a block steps along are passed to the shader as u32.
-            && (0..3).all(|i| e[i] == 1 || self.strides[i] <= u32::MAX as u64)
     }
 
-    /// The block shape: the largest extents, axis by axis in order of increasing stride,
-    /// that fit; `None` if not even one row fits.
+    /// The block shape: the largest extents, axis by axis in order of increasing stride of
+    /// view A, that fit; `None` if not even one row (one token of every head, when heads
+    /// cannot be split) fits.
     pub fn block_shape(&self) -> Option<[u64; 3]> {
-        let mut e = [1u64; 3];
+        let mut e = [1, if self.split_heads { 1 } else { self.extents[1] }, 1];
         if !self.fits(e) {
             return None;
         }
-        let mut order = [0usize, 1, 2];
-        order.sort_by_key(|&i| (self.strides[i], i));
+        let strides = self.views[0].strides;
+        let mut order: Vec<usize> = (0..3).filter(|&i| i != 1 || self.split_heads).collect();
+        order.sort_by_key(|&i| (strides[i], i));
         for i in order {
             // Largest n in [1, extent] with the block still fitting (fits is monotone in n).
             let (mut lo, mut hi) = (1u64, self.extents[i]);
@@ -137,14 +201,18 @@ impl PlanInput {
 mod tests {
     use super::*;
 
-    fn input(extents: [u64; 3], strides: [u64; 3], row_len: u64, cap_x: u64) -> PlanInput {
+    fn input(extents: [u64; 3], strides: [u64; 3], row_len: u64, cap: u64) -> PlanInput {
         PlanInput {
             extents,
-            strides,
-            row_len,
-            ids_seq: None,
+            views: vec![ViewSpan {
+                strides,
+                heads: extents[1],
+                row_len,
+                cap,
+            }],
+            split_heads: true,
+            ids: IdsSpan::None,
             groups: 4,
-            cap_x,
             cap_ids: u64::MAX,
             max_invocations: 1 << 30,
         }
@@ -155,7 +223,9 @@ mod tests {
         let blocks = p.blocks().expect("plan");
         let mut seen = vec![0u8; (p.extents[0] * p.extents[1] * p.extents[2]) as usize];
         for blk in &blocks {
-            assert!(p.span(blk.extent) <= p.cap_x, "{blk:?} spans too much");
+            for v in &p.views {
+                assert!(p.span(v, blk.extent) <= v.cap, "{blk:?} spans too much");
+            }
             for b in 0..blk.extent[0] {
                 for h in 0..blk.extent[1] {
                     for s in 0..blk.extent[2] {
@@ -200,6 +270,23 @@ mod tests {
     }
 
     #[test]
+    fn a_second_view_with_its_own_heads_keeps_all_heads() {
+        // Q [1, 8, 64, 16] BSHD and K [1, 2, 64, 16] BSHD: blocks split tokens only.
+        let mut p = input([1, 8, 64], [64 * 8 * 16, 16, 8 * 16], 16, 8 * 16 * 10);
+        p.views.push(ViewSpan {
+            strides: [64 * 2 * 16, 16, 2 * 16],
+            heads: 2,
+            row_len: 16,
+            cap: 1 << 20,
+        });
+        p.split_heads = false;
+        let blocks = p.blocks().unwrap();
+        assert!(blocks.len() > 1);
+        assert!(blocks.iter().all(|b| b.extent[1] == 8));
+        check_tiling(&p);
+    }
+
+    #[test]
     fn a_row_larger_than_the_binding_has_no_plan() {
         assert!(input([1, 1, 1], [0, 0, 0], 100, 99).blocks().is_none());
     }
@@ -207,7 +294,7 @@ mod tests {
     #[test]
     fn ids_and_invocations_bound_the_block() {
         let mut p = input([4, 2, 100], [200 * 8 * 2, 8, 16], 8, u64::MAX);
-        p.ids_seq = Some(100);
+        p.ids = IdsSpan::PerToken { seq: 100 };
         p.cap_ids = 150;
         p.max_invocations = 1000;
         for blk in p.blocks().unwrap() {

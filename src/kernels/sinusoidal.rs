@@ -1,13 +1,12 @@
 //! Host side of `shaders/sinusoidal.wgsl`: the table fill and the fused add.
 
-use super::pass::{EncodeReport, PairPass, PassPositions};
-use super::rope::{check_contiguous_positions, width_for};
+use super::pass::{EncodeReport, PairPass, PassPositions, PassView};
+use super::rope::{check_contiguous_positions, resolve_positions, width_for};
 use super::{Kernel, Specialization};
 use crate::context::PosEnc;
 use crate::error::{Error, Result};
-use crate::frequencies::default_inv_freq;
 use crate::spec::SinusoidalSpec;
-use crate::tensor::TensorView;
+use crate::tensor::{Positions, TensorView};
 
 impl PosEnc {
     /// Records the sinusoidal table into `table` (rows of `d_model`, e.g. [`Layout::rows`]):
@@ -22,11 +21,13 @@ impl PosEnc {
         table: &TensorView<'_>,
         start: u32,
     ) -> Result<EncodeReport> {
-        self.sinusoidal_pass(encoder, spec, table, start, None)
+        check_contiguous_positions(start, table.layout.shape[2])?;
+        self.sinusoidal_pass(encoder, spec, table, PassPositions::Start(start), None)
     }
 
-    /// Records the fused `x = x * scale + PE` over embeddings `x` (e.g. [`Layout::bsd`]),
-    /// token `s` at position `start + s`. The original Transformer uses `scale = sqrt(d_model)`.
+    /// Records the fused `x = x * scale + PE` over embeddings `x` (e.g. [`Layout::bsd`]) at
+    /// `positions` (a start, per-row starts, or ids; fairseq maps padding tokens to its
+    /// padding index). The original Transformer uses `scale = sqrt(d_model)`.
     ///
     /// [`Layout::bsd`]: crate::Layout::bsd
     pub fn encode_sinusoidal_add(
@@ -34,7 +35,7 @@ impl PosEnc {
         encoder: &mut wgpu::CommandEncoder,
         spec: &SinusoidalSpec,
         x: &TensorView<'_>,
-        start: u32,
+        positions: Positions<'_>,
         scale: f32,
     ) -> Result<EncodeReport> {
         if !scale.is_finite() {
@@ -44,7 +45,13 @@ impl PosEnc {
                 need: "a finite number",
             });
         }
-        self.sinusoidal_pass(encoder, spec, x, start, Some(scale))
+        if matches!(positions, Positions::Axes(_)) {
+            return Err(Error::PositionsMismatch(
+                "the sinusoidal encoding has one position per token, not M-RoPE axes",
+            ));
+        }
+        let (positions, _) = resolve_positions(positions, &x.layout, false)?;
+        self.sinusoidal_pass(encoder, spec, x, positions, Some(scale))
     }
 
     fn sinusoidal_pass(
@@ -52,7 +59,7 @@ impl PosEnc {
         encoder: &mut wgpu::CommandEncoder,
         spec: &SinusoidalSpec,
         x: &TensorView<'_>,
-        start: u32,
+        positions: PassPositions<'_>,
         add: Option<f32>,
     ) -> Result<EncodeReport> {
         spec.validate()?;
@@ -65,23 +72,30 @@ impl PosEnc {
         }
         self.check_dtype(x.dtype)?;
         self.check_view(x, "tensor")?;
-        check_contiguous_positions(start, layout.shape[2])?;
-        let d32 = u32::try_from(spec.d_model).map_err(|_| Error::InvalidDModel {
-            d_model: spec.d_model,
-        })?;
+        let pairs = spec.d_model / 2;
         let pass = PairPass {
             spec: Specialization {
-                kernel: Kernel::Sinusoidal,
-                pair_layout: spec.pair_layout(),
-                width: width_for(&layout, spec.d_model),
-                dtype: x.dtype,
-                flag: add.is_some(),
+                positions: positions.mode(),
+                add: add.is_some(),
+                pad: spec.padding_idx.is_some(),
+                ..Specialization::new(
+                    Kernel::Sinusoidal,
+                    spec.pair_layout(),
+                    width_for(&[&layout], spec.d_model),
+                    x.dtype,
+                )
             },
-            buffer: x.buffer,
-            layout,
-            row_len: spec.d_model,
-            inv_freq: default_inv_freq(d32, spec.base),
-            positions: PassPositions::Start(start),
+            a: PassView {
+                buffer: x.buffer,
+                layout,
+            },
+            b: None,
+            pairs,
+            inv_freq: spec.frequencies(),
+            axes: vec![0; pairs as usize],
+            positions,
+            cache: None,
+            pad_pos: spec.padding_idx,
             sin_sign: 1.0,
             scale: add.unwrap_or(1.0),
         };
