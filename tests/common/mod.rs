@@ -170,3 +170,39 @@ pub fn max_error(gpu: &[f32], reference: &[f64]) -> f64 {
         })
         .fold(0.0, f64::max)
 }
+
+/// An f32 STORAGE buffer holding `data`.
+pub fn f32_buffer(data: &[f32]) -> wgpu::Buffer {
+    ctx()
+        .device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("test f32"),
+            contents: bytemuck::cast_slice(data),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        })
+}
+
+/// Runs `encode` over several buffers at once and returns each one's contents after.
+pub fn run_on_buffers(
+    initial: &[&[f32]],
+    encode: impl FnOnce(&mut wgpu::CommandEncoder, &[wgpu::Buffer]),
+) -> Vec<Vec<f32>> {
+    let buffers: Vec<wgpu::Buffer> = initial.iter().map(|d| f32_buffer(d)).collect();
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    encode(&mut encoder, &buffers);
+    ctx().queue().submit([encoder.finish()]);
+    buffers
+        .iter()
+        .map(|b| {
+            read_back(
+                b,
+                ctx().device().create_command_encoder(&Default::default()),
+            )
+        })
+        .collect()
+}
+
+/// The input as f64, for the reference.
+pub fn widen(x: &[f32]) -> Vec<f64> {
+    x.iter().map(|&v| f64::from(v)).collect()
+}

@@ -1,0 +1,668 @@
+//! The RoPE variants of the inference engines against the reference: fused Q+K with GQA,
+//! packed QKV, token-major and varlen layouts, per-row starts, out of place, cos/sin caches,
+//! bf16, M-RoPE; and the cross-checks that pin conventions (sharding, pair-layout
+//! permutation, cache vs on-the-fly).
+
+mod common;
+
+use common::{
+    Rng, assert_matches, ctx, f32_buffer, guarded_input, read_back, run_on_buffers, u32_buffer,
+    widen,
+};
+use wgpu_posenc::{
+    ArrayView, CosSinCache, Error, HostPositions, Layout, PairLayout, Positions, RopeCall,
+    RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+};
+
+const TOL: f64 = 1e-6;
+const LAYOUTS: [PairLayout; 2] = [PairLayout::Interleaved, PairLayout::HalfSplit];
+
+#[test]
+fn fused_qk_with_grouped_query_attention() {
+    let mut rng = Rng::new(41);
+    for pair_layout in LAYOUTS {
+        // BSHD Q [2, 8, 33, 64] and K [2, 2, 33, 64]; and BHSD, which splits into two passes
+        // once a token's heads do not fit a binding.
+        for (q_layout, k_layout, cap) in [
+            (
+                Layout::bshd([2, 8, 33, 64]),
+                Layout::bshd([2, 2, 33, 64]).with_offset(4),
+                None,
+            ),
+            (
+                Layout::bhsd([1, 6, 40, 32]),
+                Layout::bhsd([1, 3, 40, 32]),
+                Some(6000),
+            ),
+        ] {
+            let ctx = match cap {
+                Some(bytes) => ctx().clone().with_max_binding_size(bytes),
+                None => ctx().clone(),
+            };
+            let spec = RopeSpec::new()
+                .pair_layout(pair_layout)
+                .scaling(Scaling::llama3())
+                .base(500_000.0);
+            let q = guarded_input(&mut rng, &q_layout, 7);
+            let k = guarded_input(&mut rng, &k_layout, 9);
+            let mut report = None;
+            let out = run_on_buffers(&[&q, &k], |encoder, b| {
+                let (qv, kv) = (
+                    TensorView::new(&b[0], q_layout),
+                    TensorView::new(&b[1], k_layout),
+                );
+                report = Some(
+                    ctx.encode_rope_qk(encoder, &spec, &qv, &kv, Positions::Start(70))
+                        .expect("qk"),
+                );
+            });
+            let (mut eq, mut ek) = (widen(&q), widen(&k));
+            reference::rope(&spec, &q_layout, &mut eq, HostPositions::Start(70));
+            reference::rope(&spec, &k_layout, &mut ek, HostPositions::Start(70));
+            assert_matches(&q, &out[0], &eq, TOL, "Q");
+            assert_matches(&k, &out[1], &ek, TOL, "K");
+            let report = report.expect("report");
+            if cap.is_none() {
+                assert_eq!(report.dispatches, 1, "Q and K in one dispatch");
+            } else {
+                assert!(report.dispatches >= 2, "{report:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn packed_qkv_leaves_v_untouched() {
+    // [tokens, (Hq + 2 Hkv) * D] with Hq = 4, Hkv = 2, D = 16: Q and K are heads 0..6 of a
+    // token-major view; V (heads 6..8) must not change by a single bit.
+    let (t, hq, hkv, d) = (37u64, 4u64, 2u64, 16u64);
+    let width = (hq + 2 * hkv) * d;
+    let mut rng = Rng::new(42);
+    let data = rng.values((t * width) as usize);
+    let qk = Layout::strided([1, hq + hkv, t, d], [0, d, width]);
+    for pair_layout in LAYOUTS {
+        let spec = RopeSpec::new().pair_layout(pair_layout);
+        let ids: Vec<u32> = (0..t as u32).map(|i| 5 * i + 3).collect();
+        let ids_buffer = u32_buffer(&ids);
+        let out = run_on_buffers(&[&data], |encoder, b| {
+            let view = TensorView::new(&b[0], qk);
+            ctx()
+                .encode_rope(
+                    encoder,
+                    &spec,
+                    &view,
+                    Positions::Ids(ArrayView::new(&ids_buffer)),
+                )
+                .expect("qkv");
+        });
+        let mut expected = widen(&data);
+        reference::rope(&spec, &qk, &mut expected, HostPositions::Ids(&ids));
+        assert_matches(&data, &out[0], &expected, TOL, "packed qkv");
+        for tok in 0..t {
+            let v = (tok * width + (hq + hkv) * d) as usize..((tok + 1) * width) as usize;
+            assert_eq!(
+                out[0][v.clone()]
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect::<Vec<_>>(),
+                data[v].iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+            );
+        }
+    }
+}
+
+#[test]
+fn varlen_sequences_and_per_row_starts() {
+    let mut rng = Rng::new(43);
+    // Four packed sequences of 5, 1, 17 and 9 tokens, [T, H, D] token-major.
+    let cu = [0u32, 5, 6, 23, 32];
+    let offsets = [0u32, 100, 7, u32::MAX - 20];
+    let layout = Layout::bshd([1, 3, 32, 24]);
+    for pair_layout in LAYOUTS {
+        let spec = RopeSpec::new().pair_layout(pair_layout);
+        for with_offsets in [false, true] {
+            let x = guarded_input(&mut rng, &layout, 5);
+            let mut gpu = x.clone();
+            let positions = HostPositions::Varlen {
+                cu_seqlens: &cu,
+                offsets: with_offsets.then_some(&offsets[..]),
+            };
+            ctx()
+                .rope_host(&spec, layout, &mut gpu, positions)
+                .expect("varlen");
+            let mut expected = widen(&x);
+            reference::rope(&spec, &layout, &mut expected, positions);
+            assert_matches(&x, &gpu, &expected, TOL, "varlen");
+        }
+        // Three sequences decoding at different lengths: one start per batch row.
+        let layout = Layout::bhsd([3, 4, 2, 32]);
+        let starts = [0u32, 4095, 1 << 30];
+        let x = guarded_input(&mut rng, &layout, 5);
+        let mut gpu = x.clone();
+        ctx()
+            .rope_host(&spec, layout, &mut gpu, HostPositions::BatchStarts(&starts))
+            .expect("starts");
+        let mut expected = widen(&x);
+        reference::rope(
+            &spec,
+            &layout,
+            &mut expected,
+            HostPositions::BatchStarts(&starts),
+        );
+        assert_matches(&x, &gpu, &expected, TOL, "batch starts");
+    }
+}
+
+#[test]
+fn out_of_place_converts_layouts_and_copies_the_tail() {
+    let mut rng = Rng::new(44);
+    for pair_layout in LAYOUTS {
+        for (r, offset) in [(48u64, 0u64), (32, 4), (6, 3)] {
+            let shape = [2, 3, 21, 64];
+            let src_layout = Layout::bshd(shape).with_offset(offset);
+            let dst_layout = Layout::bhsd(shape).with_offset(8);
+            let src = guarded_input(&mut rng, &src_layout, 5);
+            let dst: Vec<f32> = (0..dst_layout.end().unwrap() as usize + 6)
+                .map(common::poison)
+                .collect();
+            let spec = RopeSpec::new().pair_layout(pair_layout).rotary_dim(r);
+            let out = run_on_buffers(&[&src, &dst], |encoder, b| {
+                let call = RopeCall::new(TensorView::new(&b[0], src_layout), Positions::Start(11))
+                    .with_output(TensorView::new(&b[1], dst_layout));
+                ctx()
+                    .encode_rope_call(encoder, &spec, &call)
+                    .expect("out of place");
+            });
+            // The source is untouched.
+            assert_eq!(
+                out[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                src.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            );
+            let mut expected = widen(&dst);
+            reference::rope_out(
+                &spec,
+                &src_layout,
+                &widen(&src),
+                &dst_layout,
+                &mut expected,
+                HostPositions::Start(11),
+                None,
+            );
+            // Every element of the destination view was written (no poison left in it).
+            for b in 0..2 {
+                for h in 0..3 {
+                    for s in 0..21 {
+                        let row = reference::row_start(&dst_layout, b, h, s) as usize;
+                        assert!(
+                            out[1][row..row + 64].iter().all(|v| !v.is_nan()),
+                            "row {b} {h} {s} unwritten"
+                        );
+                    }
+                }
+            }
+            assert_matches(
+                &dst,
+                &out[1],
+                &expected,
+                TOL,
+                &format!("out of place r {r}"),
+            );
+        }
+    }
+}
+
+/// A cos/sin cache filled by the sinusoidal kernel: concatenated rows of width r are exactly
+/// vLLM's layout with sin first, so cos is at r/2 and sin at 0.
+fn cache_from_table(r: u64, max_pos: u64) -> (wgpu::Buffer, Vec<f32>) {
+    let spec = SinusoidalSpec::new(r).layout(SinusoidalLayout::Concatenated);
+    let table = ctx()
+        .sinusoidal_table_host(&spec, max_pos, 0)
+        .expect("table");
+    (f32_buffer(&table), table)
+}
+
+#[test]
+fn cache_path_matches_on_the_fly_bit_for_bit() {
+    let mut rng = Rng::new(45);
+    let (r, max_pos) = (64u64, 300u64);
+    let (cache_buffer, table) = cache_from_table(r, max_pos);
+    let cache = CosSinCache {
+        cos: ArrayView::at(&cache_buffer, r / 2 * 4),
+        sin: ArrayView::new(&cache_buffer),
+        max_pos,
+        row_stride: r,
+        overflow_flag: None,
+    };
+    for pair_layout in LAYOUTS {
+        let spec = RopeSpec::new().pair_layout(pair_layout);
+        let layout = Layout::bshd([2, 4, 50, 64]);
+        let x = guarded_input(&mut rng, &layout, 3);
+        let out = run_on_buffers(&[&x, &x], |encoder, b| {
+            let cached = RopeCall::new(TensorView::new(&b[0], layout), Positions::Start(250))
+                .with_cache(cache);
+            ctx()
+                .encode_rope_call(encoder, &spec, &cached)
+                .expect("cached");
+            ctx()
+                .encode_rope(
+                    encoder,
+                    &spec,
+                    &TensorView::new(&b[1], layout),
+                    Positions::Start(250),
+                )
+                .expect("fly");
+        });
+        assert_eq!(
+            out[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            out[1].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{pair_layout:?}: cache and on-the-fly differ"
+        );
+        let host_cache = reference::HostCache {
+            values: &table,
+            max_pos,
+            row_stride: r,
+            cos_offset: r / 2,
+            sin_offset: 0,
+        };
+        let mut expected = widen(&x);
+        reference::rope_out(
+            &spec,
+            &layout,
+            &widen(&x),
+            &layout,
+            &mut expected,
+            HostPositions::Start(250),
+            Some(&host_cache),
+        );
+        assert_matches(&x, &out[0], &expected, TOL, "cache vs reference");
+    }
+}
+
+#[test]
+fn cache_positions_out_of_range() {
+    let (r, max_pos) = (32u64, 64u64);
+    let (cache_buffer, table) = cache_from_table(r, max_pos);
+    let spec = RopeSpec::new();
+    let layout = Layout::bhsd([1, 2, 8, 32]);
+    let mut rng = Rng::new(46);
+    let x = guarded_input(&mut rng, &layout, 3);
+    let cache = CosSinCache {
+        cos: ArrayView::at(&cache_buffer, 64),
+        sin: ArrayView::new(&cache_buffer),
+        max_pos,
+        row_stride: r,
+        overflow_flag: None,
+    };
+    // Known on the host: refused before anything is recorded.
+    let buffer = f32_buffer(&x);
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let call =
+        RopeCall::new(TensorView::new(&buffer, layout), Positions::Start(57)).with_cache(cache);
+    let e = ctx()
+        .encode_rope_call(&mut encoder, &spec, &call)
+        .expect_err("past the cache");
+    assert!(
+        matches!(
+            e,
+            Error::PositionOutOfCache {
+                position: 64,
+                max_pos: 64
+            }
+        ),
+        "{e}"
+    );
+    // On the GPU without a flag: refused.
+    let ids: Vec<u32> = vec![1, 2, 3, 70, 5, 6, 1000, 8];
+    let ids_buffer = u32_buffer(&ids);
+    let call = RopeCall::new(
+        TensorView::new(&buffer, layout),
+        Positions::Ids(ArrayView::new(&ids_buffer)),
+    )
+    .with_cache(cache);
+    let e = ctx()
+        .encode_rope_call(&mut encoder, &spec, &call)
+        .expect_err("no flag");
+    assert!(matches!(e, Error::PositionsMismatch(_)), "{e}");
+    // On the GPU with a flag: clamped to the last row and flagged; in range, flag stays 0.
+    for (ids, flagged) in [(ids.clone(), 1u32), (vec![0, 1, 2, 3, 63, 62, 61, 60], 0)] {
+        let ids_buffer = u32_buffer(&ids);
+        let flag = common::f32_buffer(&[f32::from_bits(0); 4]);
+        let out = run_on_buffers(&[&x], |encoder, b| {
+            let call = RopeCall::new(
+                TensorView::new(&b[0], layout),
+                Positions::Ids(ArrayView::new(&ids_buffer)),
+            )
+            .with_cache(cache.with_overflow_flag(ArrayView::at(&flag, 4)));
+            ctx()
+                .encode_rope_call(encoder, &spec, &call)
+                .expect("clamped");
+        });
+        let flag = read_back(
+            &flag,
+            ctx().device().create_command_encoder(&Default::default()),
+        );
+        assert_eq!(
+            flag.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            vec![0, flagged, 0, 0]
+        );
+        let clamped: Vec<u32> = ids.iter().map(|&p| p.min(max_pos as u32 - 1)).collect();
+        let host_cache = reference::HostCache {
+            values: &table,
+            max_pos,
+            row_stride: r,
+            cos_offset: r / 2,
+            sin_offset: 0,
+        };
+        let mut expected = widen(&x);
+        reference::rope_out(
+            &spec,
+            &layout,
+            &widen(&x),
+            &layout,
+            &mut expected,
+            HostPositions::Ids(&clamped),
+            Some(&host_cache),
+        );
+        assert_matches(&x, &out[0], &expected, TOL, "clamped");
+    }
+}
+
+#[test]
+fn bf16_within_one_rounding() {
+    use half::bf16;
+    use wgpu::util::DeviceExt;
+    let mut rng = Rng::new(47);
+    for (pair_layout, layout) in [
+        (
+            PairLayout::HalfSplit,
+            Layout::bhsd([2, 3, 19, 64]).with_offset(4),
+        ),
+        (
+            PairLayout::Interleaved,
+            Layout::bshd([1, 4, 9, 16]).with_offset(3),
+        ),
+        (
+            PairLayout::HalfSplit,
+            Layout::bhsd([1, 2, 5, 6]).with_offset(1),
+        ),
+        (
+            PairLayout::Interleaved,
+            Layout::bhsd([1, 2, 7, 10]).with_offset(2),
+        ),
+    ] {
+        let end = layout.end().unwrap() as usize;
+        let mut input: Vec<bf16> = (0..end + 5)
+            .map(|i| bf16::from_bits(0x7fc0 | (i as u16 & 0x3f)))
+            .collect();
+        for b in 0..layout.shape[0] {
+            for h in 0..layout.shape[1] {
+                for s in 0..layout.shape[2] {
+                    let row = reference::row_start(&layout, b, h, s) as usize;
+                    for k in 0..layout.shape[3] as usize {
+                        input[row + k] = bf16::from_f32(rng.value());
+                    }
+                }
+            }
+        }
+        let mut bits: Vec<u16> = input.iter().map(|v| v.to_bits()).collect();
+        if bits.len() % 2 == 1 {
+            bits.push(0);
+        }
+        let buffer = ctx()
+            .device()
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: bytemuck::cast_slice(&bits),
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            });
+        let spec = RopeSpec::new().pair_layout(pair_layout);
+        let mut encoder = ctx().device().create_command_encoder(&Default::default());
+        let view = TensorView::new(&buffer, layout).with_dtype(wgpu_posenc::Dtype::BF16);
+        ctx()
+            .encode_rope(&mut encoder, &spec, &view, Positions::Start(999))
+            .expect("bf16");
+        let words = read_back(&buffer, encoder);
+        let gpu: Vec<bf16> = bytemuck::cast_slice::<f32, u16>(&words)[..input.len()]
+            .iter()
+            .map(|&b| bf16::from_bits(b))
+            .collect();
+        let mut expected: Vec<f64> = input.iter().map(|v| f64::from(v.to_f32())).collect();
+        reference::rope(&spec, &layout, &mut expected, HostPositions::Start(999));
+        for (i, ((x, g), &r)) in input.iter().zip(&gpu).zip(&expected).enumerate() {
+            if r.to_bits() == f64::from(x.to_f32()).to_bits() {
+                assert_eq!(g.to_bits(), x.to_bits(), "{layout:?}: element {i} touched");
+            } else {
+                // One rounding to bf16 (8 significant bits): half an ulp of |r|, plus the f32 math.
+                let ulp = f64::from(bf16::from_f64(r.abs()).to_f32()) * 2f64.powi(-7);
+                let err = (f64::from(g.to_f32()) - r).abs();
+                assert!(
+                    err <= 0.5 * ulp + 2e-6,
+                    "{layout:?}: element {i}: gpu {g}, reference {r}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn mrope_contiguous_and_interleaved_sections() {
+    let mut rng = Rng::new(48);
+    // Qwen2-VL: head_dim 128, mrope_section [16, 24, 24]; Qwen3-VL interleaved [24, 20, 20].
+    for (section, interleaved) in [([16, 24, 24], false), ([24, 20, 20], true)] {
+        for pair_layout in LAYOUTS {
+            let spec = RopeSpec::new()
+                .pair_layout(pair_layout)
+                .base(1_000_000.0)
+                .mrope(section, interleaved);
+            let layout = Layout::bshd([2, 3, 20, 128]);
+            let ids: Vec<u32> = (0..3 * 2 * 20)
+                .map(|i| (rng.next_u64() % 5000) as u32 + i % 7)
+                .collect();
+            let x = guarded_input(&mut rng, &layout, 3);
+            let mut gpu = x.clone();
+            ctx()
+                .rope_host(&spec, layout, &mut gpu, HostPositions::Axes(&ids))
+                .expect("mrope");
+            let mut expected = widen(&x);
+            reference::rope(&spec, &layout, &mut expected, HostPositions::Axes(&ids));
+            assert_matches(
+                &x,
+                &gpu,
+                &expected,
+                TOL,
+                &format!("mrope {section:?} {interleaved}"),
+            );
+        }
+    }
+    // Text tokens have the same position on every axis: plain RoPE, bit for bit.
+    let layout = Layout::bshd([1, 2, 10, 128]);
+    let x = guarded_input(&mut rng, &layout, 3);
+    let pos: Vec<u32> = (0..10).map(|i| 40 + i).collect();
+    let axes: Vec<u32> = pos.iter().cycle().take(30).copied().collect();
+    let (mut a, mut b) = (x.clone(), x.clone());
+    let spec = RopeSpec::new().base(1_000_000.0);
+    ctx()
+        .rope_host(
+            &spec.clone().mrope([16, 24, 24], false),
+            layout,
+            &mut a,
+            HostPositions::Axes(&axes),
+        )
+        .expect("axes");
+    ctx()
+        .rope_host(&spec, layout, &mut b, HostPositions::Ids(&pos))
+        .expect("ids");
+    assert_eq!(
+        a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    // Sections that do not cover the pairs are refused.
+    let e = ctx()
+        .rope_host(
+            &RopeSpec::new().mrope([16, 24, 20], false),
+            layout,
+            &mut a,
+            HostPositions::Axes(&axes),
+        )
+        .expect_err("sections");
+    assert!(
+        matches!(e, Error::InvalidMRopeSection { pairs: 64, .. }),
+        "{e}"
+    );
+    let e = ctx()
+        .rope_host(&RopeSpec::new(), layout, &mut a, HostPositions::Axes(&axes))
+        .expect_err("no sections");
+    assert!(matches!(e, Error::PositionsMismatch(_)), "{e}");
+}
+
+#[test]
+fn shards_give_the_unsharded_result_bit_for_bit() {
+    let mut rng = Rng::new(49);
+    let shape = [1u64, 8, 96, 64];
+    let layout = Layout::bhsd(shape);
+    let x = rng.values(8 * 96 * 64);
+    let spec = RopeSpec::new()
+        .pair_layout(PairLayout::HalfSplit)
+        .base(500_000.0);
+    let mut whole = x.clone();
+    ctx()
+        .rope_host(&spec, layout, &mut whole, HostPositions::Start(1000))
+        .expect("whole");
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    // Sequence parallel: three shards of 32 tokens, each its own context and buffer, with
+    // its global start offset; then the same with explicit ids.
+    for use_ids in [false, true] {
+        let mut joined = vec![0.0f32; x.len()];
+        for shard in 0..3u64 {
+            let own = wgpu_posenc::PosEnc::with_default_adapter().expect("context");
+            let shard_layout = Layout::bhsd([1, 8, 32, 64]);
+            let mut part: Vec<f32> = (0..8)
+                .flat_map(|h| {
+                    let at = ((h * 96 + shard * 32) * 64) as usize;
+                    x[at..at + 32 * 64].to_vec()
+                })
+                .collect();
+            let ids: Vec<u32> = (0..32).map(|s| 1000 + (shard * 32 + s) as u32).collect();
+            let positions = if use_ids {
+                HostPositions::Ids(&ids)
+            } else {
+                HostPositions::Start(1000 + 32 * shard as u32)
+            };
+            own.rope_host(&spec, shard_layout, &mut part, positions)
+                .expect("shard");
+            for h in 0..8u64 {
+                let at = ((h * 96 + shard * 32) * 64) as usize;
+                joined[at..at + 32 * 64]
+                    .copy_from_slice(&part[(h * 32 * 64) as usize..((h + 1) * 32 * 64) as usize]);
+            }
+        }
+        assert_eq!(
+            bits(&joined),
+            bits(&whole),
+            "sequence shards (ids: {use_ids})"
+        );
+    }
+    // Tensor parallel: heads 2..5 through a strided view of the whole buffer.
+    let sub = Layout::strided([1, 3, 96, 64], layout.strides).with_offset(2 * 96 * 64);
+    let mut part = x.clone();
+    ctx()
+        .rope_host(&spec, sub, &mut part, HostPositions::Start(1000))
+        .expect("heads");
+    let head = |v: &[f32], h: usize| bits(&v[h * 96 * 64..(h + 1) * 96 * 64]);
+    for h in 0..8 {
+        if (2..5).contains(&h) {
+            assert_eq!(head(&part, h), head(&whole, h), "head {h}");
+        } else {
+            assert_eq!(head(&part, h), head(&x, h), "head {h} must be untouched");
+        }
+    }
+}
+
+#[test]
+fn interleaved_and_half_split_agree_after_the_permutation() {
+    // Interleaved pair j is (2j, 2j+1); half-split pair j is (j, j + r/2). Permuting the head
+    // dimension accordingly turns one convention into the other, bit for bit.
+    let mut rng = Rng::new(50);
+    let (d, r) = (64usize, 48usize);
+    let layout = Layout::bshd([2, 3, 17, d as u64]);
+    let x = rng.values(2 * 3 * 17 * d);
+    let perm = |v: &[f32]| -> Vec<f32> {
+        v.chunks(d)
+            .flat_map(|row| {
+                let mut out = row.to_vec();
+                for j in 0..r / 2 {
+                    out[j] = row[2 * j];
+                    out[j + r / 2] = row[2 * j + 1];
+                }
+                out
+            })
+            .collect()
+    };
+    let spec = RopeSpec::new().rotary_dim(r as u64);
+    let mut a = x.clone();
+    ctx()
+        .rope_host(
+            &spec.clone().pair_layout(PairLayout::Interleaved),
+            layout,
+            &mut a,
+            HostPositions::Start(77),
+        )
+        .expect("i");
+    let mut b = perm(&x);
+    ctx()
+        .rope_host(
+            &spec.pair_layout(PairLayout::HalfSplit),
+            layout,
+            &mut b,
+            HostPositions::Start(77),
+        )
+        .expect("h");
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&perm(&a)), bits(&b));
+}
+
+#[test]
+fn sinusoidal_timescales_and_padding() {
+    // fairseq: concatenated, timescales (1, 10000), padding index 1, real tokens from 2.
+    let spec = SinusoidalSpec::new(64)
+        .layout(SinusoidalLayout::Concatenated)
+        .timescales(1.0, 10_000.0)
+        .padding_idx(1);
+    // Its frequencies: exp(-i * ln(10000) / (half - 1)).
+    for (i, w) in spec.frequencies().iter().enumerate() {
+        let fairseq = (-(i as f64) * 10_000f64.ln() / 31.0).exp();
+        assert!(
+            (w - fairseq).abs() <= 4e-15 * fairseq,
+            "{i}: {w} vs {fairseq}"
+        );
+    }
+    let table = ctx().sinusoidal_table_host(&spec, 40, 0).expect("table");
+    assert!(
+        table[64..128].iter().all(|&v| v == 0.0),
+        "padding row must be zero"
+    );
+    assert!(common::max_error(&table, &reference::sinusoidal_table(&spec, 40, 0)) <= 2.5e-7);
+    // The fused add with fairseq positions: padding tokens (position 1) get nothing added.
+    let mut rng = Rng::new(51);
+    let layout = Layout::bsd(2, 6, 64);
+    let ids: Vec<u32> = vec![2, 3, 4, 5, 1, 1, 2, 3, 1, 1, 1, 1];
+    let x = rng.values(2 * 6 * 64);
+    let mut gpu = x.clone();
+    ctx()
+        .sinusoidal_add_host(&spec, layout, &mut gpu, HostPositions::Ids(&ids), 8.0)
+        .expect("add");
+    let mut expected = widen(&x);
+    reference::sinusoidal_add(&spec, &layout, &mut expected, HostPositions::Ids(&ids), 8.0);
+    assert_matches(&x, &gpu, &expected, 4e-6, "fairseq add");
+    for (t, &p) in ids.iter().enumerate() {
+        if p == 1 {
+            let row = t * 64..(t + 1) * 64;
+            assert!(
+                gpu[row.clone()]
+                    .iter()
+                    .zip(&x[row])
+                    .all(|(g, x)| *g == x * 8.0)
+            );
+        }
+    }
+}
