@@ -124,9 +124,9 @@ pub fn rope_out(
                     dst[to + i0 as usize] = x0 * cos - x1 * sin;
                     dst[to + i1 as usize] = x0 * sin + x1 * cos;
                 }
-                for k in r as usize..d as usize {
-                    dst[to + k] = src[from + k];
-                }
+                let tail = r as usize..d as usize;
+                dst[to + tail.start..to + tail.end]
+                    .copy_from_slice(&src[from + tail.start..from + tail.end]);
             }
         }
     }
