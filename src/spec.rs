@@ -176,6 +176,57 @@ impl RopeSpec {
         self
     }
 
+    /// The spec of a model from its HF transformers `config.json`: `rope_theta`,
+    /// `partial_rotary_factor` (rotary dim `floor(head_dim * factor)`, as HF), the scaling of
+    /// `rope_scaling` / `rope_parameters` ([`Scaling::from_hf_config`]) and Qwen-VL's
+    /// `mrope_section` / `mrope_interleaved`. HF rotates half-split pairs.
+    #[cfg(feature = "hf-config")]
+    pub fn from_hf_config(config: &serde_json::Value, head_dim: u64) -> Result<Self> {
+        use serde_json::Value;
+        let mut config = config.clone();
+        let mut mrope = None;
+        if let Some(top) = config.as_object_mut() {
+            for key in ["rope_scaling", "rope_parameters"] {
+                let Some(Value::Object(params)) = top.get_mut(key) else {
+                    continue;
+                };
+                let Some(section) = params.remove("mrope_section") else {
+                    continue;
+                };
+                let interleaved = params.remove("mrope_interleaved");
+                let section: Vec<u64> = section
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_u64).collect())
+                    .unwrap_or_default();
+                let [t, h, w] = section[..] else {
+                    return Err(Error::InvalidMRopeSection {
+                        section: [0; 3],
+                        pairs: head_dim / 2,
+                    });
+                };
+                // Qwen2-VL's legacy type "mrope" is the default frequencies with sections.
+                for type_key in ["type", "rope_type"] {
+                    if params.get(type_key).and_then(Value::as_str) == Some("mrope") {
+                        params.insert(type_key.into(), Value::from("default"));
+                    }
+                }
+                mrope = Some(MRope {
+                    section: [t, h, w],
+                    interleaved: interleaved.and_then(|v| v.as_bool()).unwrap_or(false),
+                });
+            }
+        }
+        let (scaling, base, partial) = Scaling::from_hf_config(&config)?;
+        let rotary_dim = partial.map(|f| ((head_dim as f64 * f) as u64) & !1);
+        Ok(Self {
+            rotary_dim,
+            base,
+            scaling,
+            mrope,
+            ..Self::default()
+        })
+    }
+
     /// Checks the spec against a head dimension; returns the rotary dimension.
     pub(crate) fn validate(&self, head_dim: u64) -> Result<u64> {
         if head_dim == 0 || !head_dim.is_multiple_of(2) {

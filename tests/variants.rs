@@ -666,3 +666,56 @@ fn sinusoidal_timescales_and_padding() {
         }
     }
 }
+
+#[cfg(feature = "hf-config")]
+#[test]
+fn specs_from_hf_configs() {
+    let json = |s: &str| serde_json::from_str::<serde_json::Value>(s).expect("json");
+    // Qwen2-VL-7B: legacy "mrope" type with sections.
+    let qwen2vl = json(
+        r#"{"rope_theta": 1000000.0, "max_position_embeddings": 32768,
+        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}"#,
+    );
+    let spec = RopeSpec::from_hf_config(&qwen2vl, 128).expect("qwen2-vl");
+    assert_eq!(
+        spec.mrope,
+        Some(wgpu_posenc::MRope {
+            section: [16, 24, 24],
+            interleaved: false
+        })
+    );
+    assert_eq!(
+        (spec.base, spec.scaling.clone(), spec.rotary_dim),
+        (1e6, Scaling::Default, None)
+    );
+    // Qwen3-VL: interleaved sections.
+    let qwen3vl = json(
+        r#"{"rope_theta": 5000000, "rope_scaling": {"rope_type": "default",
+        "mrope_section": [24, 20, 20], "mrope_interleaved": true}}"#,
+    );
+    let spec = RopeSpec::from_hf_config(&qwen3vl, 128).expect("qwen3-vl");
+    assert_eq!(
+        spec.mrope,
+        Some(wgpu_posenc::MRope {
+            section: [24, 20, 20],
+            interleaved: true
+        })
+    );
+    // Phi-2: partial rotary 0.4 of head_dim 80 = 32.
+    let phi2 = json(r#"{"rope_theta": 10000.0, "partial_rotary_factor": 0.4}"#);
+    assert_eq!(
+        RopeSpec::from_hf_config(&phi2, 80)
+            .expect("phi-2")
+            .rotary_dim,
+        Some(32)
+    );
+    // Llama 3.1: the scaling comes through.
+    let llama = json(
+        r#"{"rope_theta": 500000.0, "max_position_embeddings": 131072,
+        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192, "rope_type": "llama3"}}"#,
+    );
+    let spec = RopeSpec::from_hf_config(&llama, 128).expect("llama");
+    assert_eq!(spec.scaling, Scaling::llama3());
+    assert_eq!(spec.base, 500_000.0);
+}
