@@ -169,3 +169,44 @@ fn small_bindings_split_any_layout() {
         );
     }
 }
+
+#[test]
+fn a_tensor_of_exactly_the_binding_limit_takes_one_binding() {
+    // 1 MiB contiguous at offset 0 under a 1 MiB cap: no slack needed, one dispatch; the same
+    // at an unaligned offset needs room to align the window, so it splits.
+    let shape = [1u64, 4, 512, 128];
+    let n = (4 * 512 * 128) as usize;
+    let mut rng = Rng::new(24);
+    for (offset, dispatches) in [(0u64, 1u32), (1, 2)] {
+        let ctx = ctx().clone().with_max_binding_size(1 << 20);
+        let layout = Layout::bhsd(shape).with_offset(offset);
+        let input = guarded_input(&mut rng, &layout, 0);
+        assert_eq!(input.len(), n + offset as usize);
+        let spec = RopeSpec::new();
+        let mut report = None;
+        let gpu = run_on_buffer(&input, |encoder, buffer| {
+            report = Some(
+                ctx.encode_rope(
+                    encoder,
+                    &spec,
+                    &TensorView::new(buffer, layout),
+                    Positions::Start(0),
+                )
+                .expect("encode"),
+            );
+        });
+        assert_eq!(
+            report.expect("report").dispatches,
+            dispatches,
+            "offset {offset}"
+        );
+        let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
+        reference::rope(
+            &spec,
+            &layout,
+            &mut expected,
+            wgpu_posenc::HostPositions::Start(0),
+        );
+        assert_matches(&input, &gpu, &expected, 1e-6, "exact fit");
+    }
+}

@@ -101,16 +101,33 @@ impl EncodeReport {
     }
 }
 
-/// Bytes of slack a window needs: its start aligned down, its size rounded up to 16.
-fn slack(ctx: &PosEnc) -> u64 {
-    ctx.storage_align + 16
+/// Bytes of slack one binding window of `layout` may need beyond its span: the start aligned
+/// down to the storage alignment, the end rounded up to 16 bytes. Both vanish when every
+/// block start and end is aligned already (a contiguous tensor at an aligned offset), so
+/// such a tensor of exactly the binding limit still takes one binding.
+fn slack(ctx: &PosEnc, layout: &Layout, row_len: u64, elem: u64) -> u64 {
+    let mut g = ctx.storage_align;
+    for (i, &stride) in layout.strides.iter().enumerate() {
+        if layout.shape[i] > 1 {
+            g = gcd(g, stride * elem);
+        }
+    }
+    g = gcd(gcd(g, layout.offset * elem), row_len * elem);
+    if g >= 16 {
+        ctx.storage_align - g
+    } else {
+        ctx.storage_align + 16
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 impl PosEnc {
     /// The block plan of a pass, or `None` when not even one row fits one binding.
     pub(crate) fn plan(&self, pass: &PairPass<'_>) -> PlanInput {
         let elem = pass.spec.dtype.size();
-        let cap = (self.max_binding.saturating_sub(slack(self)) / elem).min(u32::MAX as u64);
         let [b, h, s, d] = pass.a.layout.shape;
         // Out of place, the tail is copied: rows are touched to their end.
         let row_len = if pass.spec.second == Second::Source {
@@ -118,11 +135,16 @@ impl PosEnc {
         } else {
             2 * pass.pairs
         };
-        let view = |v: &PassView<'_>| ViewSpan {
-            strides: v.layout.strides,
-            heads: v.layout.shape[1],
-            row_len,
-            cap,
+        let view = |v: &PassView<'_>| {
+            let room = self
+                .max_binding
+                .saturating_sub(slack(self, &v.layout, row_len, elem));
+            ViewSpan {
+                strides: v.layout.strides,
+                heads: v.layout.shape[1],
+                row_len,
+                cap: (room / elem).min(u32::MAX as u64),
+            }
         };
         let mut views = vec![view(&pass.a)];
         views.extend(pass.b.as_ref().map(view));
@@ -141,7 +163,8 @@ impl PosEnc {
             views,
             split_heads: pass.spec.second != Second::InPlace,
             ids,
-            cap_ids: (self.max_binding.saturating_sub(slack(self)) / 4).min(u32::MAX as u64),
+            cap_ids: (self.max_binding.saturating_sub(self.storage_align + 16) / 4)
+                .min(u32::MAX as u64),
             groups: pass.pairs / pass.spec.width.pairs(),
             // Keeps every per-dispatch count well inside u32.
             max_invocations: 1 << 30,
