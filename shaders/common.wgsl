@@ -54,9 +54,13 @@ struct Params {
     sin_sign: f32,
     // RoPE: attention factor on cos and sin. Sinusoidal add: the embedding scale.
     scale: f32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    // Pair groups per invocation, 1 or 2 (vec4 rows with an even number of groups): the
+    // invocation of index g owns groups [g span, (g + 1) span).
+    span: u32,
+    // Consecutive tokens per invocation (the sinusoidal table and add with contiguous
+    // positions; else 1): invocation (b, k, g) owns tokens [k tokens, (k + 1) tokens).
+    tokens: u32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -89,7 +93,8 @@ struct Pairs {
     b: FV,
 }
 
-// What one invocation owns, or `valid == false` past the end of the block.
+// What one invocation owns, or `valid == false` past the end of the block: batch b, its first
+// token s (of `tokens`), and its pair groups from g * span.
 struct Work {
     valid: bool,
     b: u32,
@@ -105,7 +110,8 @@ fn work_item(wid: vec3<u32>, lid: u32) -> Work {
     }
     let g = i % params.groups;
     let t = i / params.groups;
-    return Work(true, t / params.n_s, t % params.n_s, g);
+    let blocks = (params.n_s + params.tokens - 1u) / params.tokens;
+    return Work(true, t / blocks, (t % blocks) * params.tokens, g);
 }
 
 // Varlen: the sequence holding token t is the last one whose start cu_seqlens[i] <= t.
@@ -167,8 +173,34 @@ fn angles_at(p: UV, g: u32) -> SinCos {
     return sincos_turns(turns(p, freq[3u * g], freq[3u * g + 1u]));
 }
 
-fn group_positions(w: Work) -> UV {
-    return lane_positions(w, freq[3u * w.g + 2u]);
+// Positions of the lanes of pair group g of token (w.b, w.s).
+fn group_positions(w: Work, g: u32) -> UV {
+    return lane_positions(w, freq[3u * g + 2u]);
+}
+
+// The G angles of a pair group at lane positions p as 64-bit fixed-point revolutions
+// `p * F mod 2^64`: low and high words (`hi` is what `turns` returns), and the group's
+// frequency words, for stepping.
+struct Revolutions {
+    lo: UV,
+    hi: UV,
+    f_lo: UV,
+    f_hi: UV,
+}
+
+fn group_revolutions(p: UV, g: u32) -> Revolutions {
+    let f_lo = freq[3u * g];
+    let f_hi = freq[3u * g + 1u];
+    return Revolutions(p * f_lo, turns(p, f_lo, f_hi), f_lo, f_hi);
+}
+
+// The same at the next position: `+ F` in 64-bit arithmetic (the carry out of the low word
+// goes into the high word), exactly what `group_revolutions(p + 1, g)` computes, for the
+// cost of an add instead of a 64-bit product.
+fn next_position(r: Revolutions) -> Revolutions {
+    let lo = r.lo + r.f_lo;
+    let carry = select(UV(0u), UV(1u), lo < r.lo);
+    return Revolutions(lo, r.hi + r.f_hi + carry, r.f_lo, r.f_hi);
 }
 
 // Element index of the first element of row (b, s), head 0, in view A and in view B.

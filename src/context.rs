@@ -2,7 +2,7 @@
 //! compiled pipelines and frequency buffers.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use wgpu::util::DeviceExt;
 
@@ -32,6 +32,12 @@ pub struct PosEnc {
     /// Bound to read-write slots a variant does not use (second tensor, cache flag); a
     /// buffer cannot be bound read-only and read-write in one dispatch.
     pub(crate) dummy_rw: wgpu::Buffer,
+    /// Bind groups of recent small passes (see `kernels::pass::BindCache`).
+    pub(crate) bind_groups: Arc<Mutex<crate::kernels::pass::BindCache>>,
+    /// The last frequencies a pass asked for, packed.
+    pub(crate) last_frequencies: Arc<Mutex<Option<crate::kernels::pass::FrequencyMemo>>>,
+    /// The identity and empty-dispatch pipelines of [`crate::roofline`], created on first use.
+    pub(crate) roofline: Arc<OnceLock<crate::roofline::Roofline>>,
 }
 
 impl PosEnc {
@@ -99,6 +105,9 @@ impl PosEnc {
             frequencies: Arc::default(),
             dummy: dummy("wgpu-posenc unused read-only binding"),
             dummy_rw: dummy("wgpu-posenc unused read-write binding"),
+            bind_groups: Arc::default(),
+            last_frequencies: Arc::default(),
+            roofline: Arc::default(),
         }
     }
 

@@ -30,6 +30,7 @@ pub mod frequencies;
 mod host;
 pub mod kernels;
 pub mod reference;
+pub mod roofline;
 mod spec;
 mod tensor;
 

@@ -146,3 +146,19 @@ fn host_table_and_add_match_the_reference() {
     reference::sinusoidal_add(&spec, &layout, &mut expected, HostPositions::Start(3), 0.5);
     assert_matches(&input, &gpu, &expected, 1e-6, "sinusoidal_add_host");
 }
+
+#[test]
+fn stepped_angles_stay_exact_to_the_end_of_the_u32_range() {
+    // Long tables give each invocation several consecutive tokens whose angles are stepped by
+    // 64-bit adds; the last 200 000 positions of the u32 range cross many carries.
+    for layout in LAYOUTS {
+        let spec = SinusoidalSpec::new(64).layout(layout);
+        let start = u32::MAX - 199_999;
+        let table = ctx()
+            .sinusoidal_table_host(&spec, 200_000, start)
+            .expect("table");
+        let expected = reference::sinusoidal_table(&spec, 200_000, start);
+        let err = max_error(&table, &expected);
+        assert!(err <= 2.5e-7, "{layout:?}: {err:e}");
+    }
+}

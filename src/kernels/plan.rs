@@ -46,7 +46,9 @@ pub(crate) struct Params {
     pub grid_x: u32,
     pub sin_sign: f32,
     pub scale: f32,
-    pub _pad: [u32; 3],
+    pub span: u32,
+    pub tokens: u32,
+    pub _pad: u32,
 }
 
 /// One tensor a block touches: its strides along (batch, head, token), its head count,
