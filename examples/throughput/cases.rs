@@ -1,0 +1,273 @@
+//! What the `throughput` example and the `throughput` bench time: each kernel over one
+//! buffer of `S * 16 KiB` (a `[1, 32, S, 128]` f32 tensor, or a `[S, 4096]` table / `[1, S,
+//! 4096]` embeddings: the same bytes), the roofline of that buffer (the identity shader and
+//! `copy_buffer_to_buffer`), and the one-token decode step against an empty dispatch.
+//!
+//! Shared by `examples/throughput/main.rs` and `benches/throughput.rs` (through `#[path]`),
+//! so the two time the same work.
+
+use wgpu_posenc::{
+    Layout, PairLayout, PosEnc, Positions, Result, RopeSpec, SinusoidalSpec, TensorView,
+};
+
+/// Heads of the RoPE tensor.
+pub const HEADS: u64 = 32;
+/// Head dimension of the RoPE tensor.
+pub const HEAD_DIM: u64 = 128;
+/// Width of the sinusoidal rows: `HEADS * HEAD_DIM`, so every case covers the same bytes.
+pub const D_MODEL: u64 = HEADS * HEAD_DIM;
+/// KV heads of the decode step's K (grouped-query attention, as in LLaMA 3 8B).
+pub const KV_HEADS: u64 = 8;
+/// Position of the decoded token.
+pub const DECODE_POSITION: u32 = 4095;
+/// `x * scale + PE` with this scale in the fused-add case: 1, so that values stay bounded
+/// over many timed runs in place.
+pub const ADD_SCALE: f32 = 1.0;
+
+/// Where the heads of the RoPE tensor are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tensor {
+    /// `[batch, heads, seq, dim]` in memory.
+    Bhsd,
+    /// `[batch, seq, heads, dim]` in memory.
+    Bshd,
+}
+
+/// One timed case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Case {
+    /// The in-place identity shader: the roofline.
+    Identity,
+    /// `copy_buffer_to_buffer` of the whole buffer into another.
+    Copy,
+    /// RoPE in place, default spec (base 10 000, whole head) with this pair layout.
+    Rope(PairLayout, Tensor),
+    /// The sinusoidal table `[S, 4096]` (interleaved), positions from 0.
+    Table,
+    /// The fused `x = x * scale + PE` over `[1, S, 4096]`.
+    Add,
+}
+
+impl Case {
+    /// Every case, the roofline first.
+    pub fn all() -> Vec<Case> {
+        let mut all = vec![Case::Identity, Case::Copy];
+        for pair in [PairLayout::HalfSplit, PairLayout::Interleaved] {
+            for tensor in [Tensor::Bhsd, Tensor::Bshd] {
+                all.push(Case::Rope(pair, tensor));
+            }
+        }
+        all.push(Case::Table);
+        all.push(Case::Add);
+        all
+    }
+
+    /// The kernel's name in tables and JSON.
+    pub fn kernel(self) -> &'static str {
+        match self {
+            Case::Identity => "identity",
+            Case::Copy => "copy",
+            Case::Rope(PairLayout::HalfSplit, _) => "rope-halfsplit",
+            Case::Rope(PairLayout::Interleaved, _) => "rope-interleaved",
+            Case::Table => "sinusoidal-table",
+            Case::Add => "sinusoidal-add",
+        }
+    }
+
+    /// The tensor layout's name in tables and JSON.
+    pub fn layout(self) -> &'static str {
+        match self {
+            Case::Identity | Case::Copy => "flat",
+            Case::Rope(_, Tensor::Bhsd) => "bhsd",
+            Case::Rope(_, Tensor::Bshd) => "bshd",
+            Case::Table => "rows",
+            Case::Add => "bsd",
+        }
+    }
+
+    /// A short label: kernel and layout.
+    pub fn label(self) -> String {
+        format!("{} {}", self.kernel(), self.layout())
+    }
+
+    /// Bytes read plus bytes written over a buffer of `S` tokens: the table fill only
+    /// writes, everything else reads and writes every byte.
+    pub fn moved(self, seq: u64) -> u64 {
+        match self {
+            Case::Table => tensor_bytes(seq),
+            _ => 2 * tensor_bytes(seq),
+        }
+    }
+
+    /// Records the case over `buffers` (nothing is submitted).
+    pub fn record(
+        self,
+        ctx: &PosEnc,
+        encoder: &mut wgpu::CommandEncoder,
+        buffers: &Buffers,
+    ) -> Result<()> {
+        let seq = buffers.seq;
+        let x = &buffers.x;
+        match self {
+            Case::Identity => ctx
+                .encode_identity(encoder, x, 0, tensor_bytes(seq))
+                .map(drop),
+            Case::Copy => {
+                let dst = buffers.copy_dst.as_ref().expect("buffers made for copy");
+                encoder.copy_buffer_to_buffer(x, 0, dst, 0, tensor_bytes(seq));
+                Ok(())
+            }
+            Case::Rope(pair, tensor) => ctx
+                .encode_rope(
+                    encoder,
+                    &rope_spec(pair),
+                    &TensorView::new(x, rope_layout(tensor, seq)),
+                    Positions::Start(0),
+                )
+                .map(drop),
+            Case::Table => ctx
+                .encode_sinusoidal_table(
+                    encoder,
+                    &table_spec(),
+                    &TensorView::new(x, Layout::rows(seq, D_MODEL)),
+                    0,
+                )
+                .map(drop),
+            Case::Add => ctx
+                .encode_sinusoidal_add(
+                    encoder,
+                    &table_spec(),
+                    &TensorView::new(x, Layout::bsd(1, seq, D_MODEL)),
+                    Positions::Start(0),
+                    ADD_SCALE,
+                )
+                .map(drop),
+        }
+    }
+}
+
+/// Bytes of the buffer for `S` tokens.
+pub fn tensor_bytes(seq: u64) -> u64 {
+    seq * D_MODEL * 4
+}
+
+/// The RoPE tensor `[1, 32, S, 128]` in `tensor`'s memory order.
+pub fn rope_layout(tensor: Tensor, seq: u64) -> Layout {
+    let shape = [1, HEADS, seq, HEAD_DIM];
+    match tensor {
+        Tensor::Bhsd => Layout::bhsd(shape),
+        Tensor::Bshd => Layout::bshd(shape),
+    }
+}
+
+/// The RoPE spec of the cases: the defaults with `pair` pairs.
+pub fn rope_spec(pair: PairLayout) -> RopeSpec {
+    RopeSpec::new().pair_layout(pair)
+}
+
+/// The sinusoidal spec of the cases: `d_model` 4096, interleaved, base 10 000.
+pub fn table_spec() -> SinusoidalSpec {
+    SinusoidalSpec::new(D_MODEL)
+}
+
+/// The buffer of `S` tokens (zeros), and a second one for the copy.
+pub struct Buffers {
+    /// Tokens.
+    pub seq: u64,
+    /// `STORAGE | COPY_SRC | COPY_DST`.
+    pub x: wgpu::Buffer,
+    /// `COPY_DST`, where the copy case writes.
+    pub copy_dst: Option<wgpu::Buffer>,
+}
+
+impl Buffers {
+    /// Allocates the buffers for `S` tokens; `copy` adds the copy's destination.
+    pub fn new(ctx: &PosEnc, seq: u64, copy: bool) -> Self {
+        let device = ctx.device();
+        let size = tensor_bytes(seq);
+        let buffer = |label, usage| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        Self {
+            seq,
+            x: buffer(
+                "throughput x",
+                wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+            ),
+            copy_dst: copy.then(|| buffer("throughput copy", wgpu::BufferUsages::COPY_DST)),
+        }
+    }
+}
+
+/// The decode step: Q `[1, 32, 1, 128]` and K `[1, 8, 1, 128]` at one position, rotated by
+/// two `encode_rope` calls in one submit.
+pub struct Decode {
+    /// Q.
+    pub q: wgpu::Buffer,
+    /// K.
+    pub k: wgpu::Buffer,
+}
+
+impl Decode {
+    /// Allocates Q and K.
+    pub fn new(ctx: &PosEnc) -> Self {
+        let buffer = |heads: u64| {
+            ctx.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("throughput decode"),
+                size: heads * HEAD_DIM * 4,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        Self {
+            q: buffer(HEADS),
+            k: buffer(KV_HEADS),
+        }
+    }
+
+    /// Bytes read plus written by one step.
+    pub fn moved() -> u64 {
+        2 * (HEADS + KV_HEADS) * HEAD_DIM * 4
+    }
+
+    /// Records RoPE over Q and K at [`DECODE_POSITION`].
+    pub fn record(&self, ctx: &PosEnc, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
+        let spec = RopeSpec::new();
+        for (buffer, heads) in [(&self.q, HEADS), (&self.k, KV_HEADS)] {
+            let layout = Layout::bhsd([1, heads, 1, HEAD_DIM]);
+            ctx.encode_rope(
+                encoder,
+                &spec,
+                &TensorView::new(buffer, layout),
+                Positions::Start(DECODE_POSITION),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Encodes with `record`, submits, and waits for the queue to be idle: one iteration of a
+/// wall-time measurement.
+pub fn submit_and_wait(
+    ctx: &PosEnc,
+    record: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<()>,
+) -> Result<()> {
+    let mut encoder = ctx
+        .device()
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("throughput"),
+        });
+    record(&mut encoder)?;
+    ctx.queue().submit([encoder.finish()]);
+    ctx.device()
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(wgpu_posenc::Error::from)?;
+    Ok(())
+}
