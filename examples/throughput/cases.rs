@@ -237,19 +237,19 @@ impl Decode {
         2 * (HEADS + KV_HEADS) * HEAD_DIM * 4
     }
 
-    /// Records RoPE over Q and K at [`DECODE_POSITION`].
+    /// Records RoPE over Q and K at [`DECODE_POSITION`], both in one dispatch (each angle
+    /// computed once for the 32 Q and 8 K heads).
     pub fn record(&self, ctx: &PosEnc, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        let spec = RopeSpec::new();
-        for (buffer, heads) in [(&self.q, HEADS), (&self.k, KV_HEADS)] {
-            let layout = Layout::bhsd([1, heads, 1, HEAD_DIM]);
-            ctx.encode_rope(
-                encoder,
-                &spec,
-                &TensorView::new(buffer, layout),
-                Positions::Start(DECODE_POSITION),
-            )?;
-        }
-        Ok(())
+        let q = TensorView::new(&self.q, Layout::bhsd([1, HEADS, 1, HEAD_DIM]));
+        let k = TensorView::new(&self.k, Layout::bhsd([1, KV_HEADS, 1, HEAD_DIM]));
+        ctx.encode_rope_qk(
+            encoder,
+            &RopeSpec::new(),
+            &q,
+            &k,
+            Positions::Start(DECODE_POSITION),
+        )
+        .map(drop)
     }
 }
 
