@@ -2,7 +2,8 @@
 //! `S * 16 KiB` (RoPE in place over `[1, 32, S, 128]` f32 in both pair layouts, BHSD and
 //! BSHD; the sinusoidal table `[S, 4096]`; the fused add over `[1, S, 4096]`), next to the
 //! roofline of the same buffer measured in the same run (the identity shader and
-//! `copy_buffer_to_buffer`), and the one-token decode step next to an empty dispatch.
+//! `copy_buffer_to_buffer`), and the one-token decode step (two `encode_rope` calls, and one
+//! `encode_rope_qk`) next to an empty dispatch.
 //!
 //! ```text
 //! cargo bench --bench throughput                                  # S = 1024, 4096, 16384
@@ -143,6 +144,13 @@ fn main() {
             })
         });
     });
+    group.bench_function("rope-decode-qk", |b| {
+        b.iter_custom(|iters| {
+            timed(&samples, ("decode", "rope-decode-qk"), iters, || {
+                cases::submit_and_wait(&ctx, |e| step.record_qk(&ctx, e)).expect("run");
+            })
+        });
+    });
     group.finish();
     c.final_summary();
 
@@ -179,16 +187,20 @@ fn summary(samples: &BTreeMap<(String, String), Vec<f64>>, adapter: &str) {
             );
         }
     }
-    if let (Some(empty), Some(rope)) = (
-        get("decode", "empty-dispatch"),
-        get("decode", "rope-decode"),
-    ) {
-        println!(
-            "decode: empty dispatch {:.1} us, RoPE Q+K {:.1} us: {:.3}x",
-            empty * 1e6,
-            rope * 1e6,
-            rope / empty
-        );
+    if let Some(empty) = get("decode", "empty-dispatch") {
+        println!("decode: empty dispatch {:.1} us", empty * 1e6);
+        for (bench, what) in [
+            ("rope-decode", "two encode_rope calls"),
+            ("rope-decode-qk", "one encode_rope_qk"),
+        ] {
+            if let Some(t) = get("decode", bench) {
+                println!(
+                    "decode: RoPE Q+K, {what}: {:.1} us, {:.3}x",
+                    t * 1e6,
+                    t / empty
+                );
+            }
+        }
     }
     println!(
         "ratio: the identity shader's time over the same buffer / the kernel's (for the table \

@@ -32,7 +32,9 @@
 //!     mapped_at_creation: false,
 //! });
 //! let timer = Timer::new(&ctx);
-//! let seconds = timer.time(&ctx, |encoder| ctx.encode_identity(encoder, &buffer, 0, bytes).map(drop))?;
+//! let seconds = timer.time(&ctx, |encoder| {
+//!     ctx.encode_identity(encoder, &buffer, 0, bytes).map(drop)
+//! })?;
 //! // Read once and written once.
 //! println!("{:.1} GB/s ({})", 2.0 * bytes as f64 / seconds / 1e9, timer.kind());
 //! # Ok::<(), wgpu_posenc::Error>(())

@@ -162,3 +162,28 @@ fn stepped_angles_stay_exact_to_the_end_of_the_u32_range() {
         assert!(err <= 2.5e-7, "{layout:?}: {err:e}");
     }
 }
+
+#[test]
+fn stepped_add_over_heads_with_a_partial_last_block() {
+    // 2 x 66 001 tokens x 2 invocation groups: two tokens per invocation, the last block of
+    // each batch row holding one; two pair groups per invocation (d = 16); two heads.
+    let mut rng = Rng::new(10);
+    for sin_layout in LAYOUTS {
+        let spec = SinusoidalSpec::new(16).layout(sin_layout);
+        let layout = Layout::bhsd([2, 2, 66_001, 16]).with_offset(4);
+        let input = guarded_input(&mut rng, &layout, 8);
+        let mut gpu = input.clone();
+        ctx()
+            .sinusoidal_add_host(&spec, layout, &mut gpu, HostPositions::Start(123), 0.5)
+            .expect("add");
+        let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
+        reference::sinusoidal_add(
+            &spec,
+            &layout,
+            &mut expected,
+            HostPositions::Start(123),
+            0.5,
+        );
+        assert_matches(&input, &gpu, &expected, 1e-6, "stepped add");
+    }
+}

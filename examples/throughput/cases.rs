@@ -206,8 +206,8 @@ impl Buffers {
     }
 }
 
-/// The decode step: Q `[1, 32, 1, 128]` and K `[1, 8, 1, 128]` at one position, rotated by
-/// two `encode_rope` calls in one submit.
+/// The decode step: Q `[1, 32, 1, 128]` and K `[1, 8, 1, 128]` at one position, rotated in
+/// one submit by two `encode_rope` calls, or by one `encode_rope_qk`.
 pub struct Decode {
     /// Q.
     pub q: wgpu::Buffer,
@@ -237,16 +237,29 @@ impl Decode {
         2 * (HEADS + KV_HEADS) * HEAD_DIM * 4
     }
 
-    /// Records RoPE over Q and K at [`DECODE_POSITION`], both in one dispatch (each angle
-    /// computed once for the 32 Q and 8 K heads).
+    /// Records RoPE over Q and K at [`DECODE_POSITION`].
     pub fn record(&self, ctx: &PosEnc, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        let q = TensorView::new(&self.q, Layout::bhsd([1, HEADS, 1, HEAD_DIM]));
-        let k = TensorView::new(&self.k, Layout::bhsd([1, KV_HEADS, 1, HEAD_DIM]));
+        let spec = RopeSpec::new();
+        for (buffer, heads) in [(&self.q, HEADS), (&self.k, KV_HEADS)] {
+            let layout = Layout::bhsd([1, heads, 1, HEAD_DIM]);
+            ctx.encode_rope(
+                encoder,
+                &spec,
+                &TensorView::new(buffer, layout),
+                Positions::Start(DECODE_POSITION),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Records RoPE over Q and K at [`DECODE_POSITION`] in one dispatch
+    /// ([`PosEnc::encode_rope_qk`]: one angle per (token, pair) for all 40 heads).
+    pub fn record_qk(&self, ctx: &PosEnc, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
         ctx.encode_rope_qk(
             encoder,
             &RopeSpec::new(),
-            &q,
-            &k,
+            &TensorView::new(&self.q, Layout::bhsd([1, HEADS, 1, HEAD_DIM])),
+            &TensorView::new(&self.k, Layout::bhsd([1, KV_HEADS, 1, HEAD_DIM])),
             Positions::Start(DECODE_POSITION),
         )
         .map(drop)

@@ -19,8 +19,12 @@
 //!
 //! Times are GPU timestamps where the device has `TIMESTAMP_QUERY`, else wall time around a
 //! submit and a full wait (the `timer` column says which); each figure is the median of
-//! `--reps` runs, the cases taken in turn so that drift hits all of them alike. The decode
-//! step is always wall time (encode, submit, wait), the median of `--decode-submits`.
+//! `--reps` runs, the cases taken in turn so that drift hits all of them alike, and on
+//! buffers of up to 256 MiB each timed run follows an untimed one of the same case (so that
+//! no case inherits a cold cache from the one before). The decode step is always wall time
+//! (encode, submit, wait): the median of `--decode-submits`, in runs of 100 taken in turn
+//! with runs of the empty dispatch; `rope-decode` is two `encode_rope` calls (Q, then K),
+//! `rope-decode-qk` one `encode_rope_qk` (one dispatch).
 //! GB/s counts bytes read plus bytes written. `ratio` is the identity shader's time over the
 //! same buffer divided by the kernel's: for the kernels that read and write every byte, their
 //! GB/s over the identity's; for the table fill, which only writes, its write rate over the
@@ -416,26 +420,26 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
     Ok(Some(worst))
 }
 
-/// Median wall latency of the decode step and of an empty dispatch: runs of 100 submits of
-/// one then of the other, taken in turn, so that each run is in its steady state and drift
-/// hits both alike.
+/// Median wall latency of the decode step (two `encode_rope` calls, and one
+/// `encode_rope_qk`) and of an empty dispatch: runs of 100 submits of each kind taken in
+/// turn, so that each run is in its steady state and drift hits all kinds alike.
 fn decode(ctx: &PosEnc, submits: usize) -> Result<Vec<Row>, Error> {
     const RUN: usize = 100;
     let step = Decode::new(ctx);
-    let mut empty = Vec::with_capacity(submits);
-    let mut rope = Vec::with_capacity(submits);
+    // Empty dispatch, two calls, one fused call.
+    let mut times: [Vec<f64>; 3] = Default::default();
     // The first run of each is a warm-up.
     for run in 0..=submits.div_ceil(RUN) {
-        for (is_rope, times) in [(false, &mut empty), (true, &mut rope)] {
+        for (kind, times) in times.iter_mut().enumerate() {
             for _ in 0..RUN {
                 let t = Instant::now();
-                cases::submit_and_wait(ctx, |e| {
-                    if is_rope {
-                        step.record(ctx, e)
-                    } else {
+                cases::submit_and_wait(ctx, |e| match kind {
+                    0 => {
                         ctx.encode_empty_dispatch(e);
                         Ok(())
                     }
+                    1 => step.record(ctx, e),
+                    _ => step.record_qk(ctx, e),
                 })?;
                 if run > 0 {
                     times.push(t.elapsed().as_secs_f64());
@@ -443,8 +447,7 @@ fn decode(ctx: &PosEnc, submits: usize) -> Result<Vec<Row>, Error> {
             }
         }
     }
-    let empty = median(&mut empty);
-    let rope = median(&mut rope);
+    let [empty, rope, fused] = times.map(|mut t| median(&mut t));
     let row = |kernel, bytes, seconds| Row {
         kernel,
         layout: "bhsd",
@@ -459,6 +462,7 @@ fn decode(ctx: &PosEnc, submits: usize) -> Result<Vec<Row>, Error> {
     Ok(vec![
         row("empty-dispatch", 0, empty),
         row("rope-decode", Decode::moved(), rope),
+        row("rope-decode-qk", Decode::moved(), fused),
     ])
 }
 
