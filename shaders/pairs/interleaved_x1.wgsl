@@ -7,15 +7,3 @@ fn store_pairs{S}(e0: u32, g: u32, p: Pairs) {
     st1{S}(e0 + 2u * g, p.a);
     st1{S}(e0 + 2u * g + 1u, p.b);
 }
-
-// Rotates the pair of group g by (c, s): (a, b) -> (a c - b s, a s + b c).
-fn rotate_pairs{S}(e0: u32, g: u32, c: FV, s: FV) {
-    let p = load_pairs{S}(e0, g);
-    store_pairs{S}(e0, g, Pairs(p.a * c - p.b * s, p.a * s + p.b * c));
-}
-
-// x = x * scale + v for the pair of group g.
-fn add_pairs{S}(e0: u32, g: u32, scale: f32, v: Pairs) {
-    let p = load_pairs{S}(e0, g);
-    store_pairs{S}(e0, g, Pairs(p.a * scale + v.a, p.b * scale + v.b));
-}

@@ -147,13 +147,19 @@ impl Specialization {
         };
         let pairs = match (self.pair_layout, self.width) {
             (PairLayout::Interleaved, Width::X1) => {
-                include_str!("../../shaders/pairs/interleaved_x1.wgsl")
+                concat!(
+                    include_str!("../../shaders/pairs/interleaved_x1.wgsl"),
+                    include_str!("../../shaders/pairs/rotate_x1.wgsl")
+                )
             }
             (PairLayout::Interleaved, Width::X4) => {
                 include_str!("../../shaders/pairs/interleaved_x4.wgsl")
             }
             (PairLayout::HalfSplit, Width::X1) => {
-                include_str!("../../shaders/pairs/halfsplit_x1.wgsl")
+                concat!(
+                    include_str!("../../shaders/pairs/halfsplit_x1.wgsl"),
+                    include_str!("../../shaders/pairs/rotate_x1.wgsl")
+                )
             }
             (PairLayout::HalfSplit, Width::X4) => {
                 include_str!("../../shaders/pairs/halfsplit_x4.wgsl")

@@ -1,0 +1,14 @@
+// One pair per invocation, either pair layout: rotate and add through load_pairs and
+// store_pairs.
+
+// Rotates the pair of group g by (c, s): (a, b) -> (a c - b s, a s + b c).
+fn rotate_pairs{S}(e0: u32, g: u32, c: FV, s: FV) {
+    let p = load_pairs{S}(e0, g);
+    store_pairs{S}(e0, g, Pairs(p.a * c - p.b * s, p.a * s + p.b * c));
+}
+
+// x = x * scale + v for the pair of group g.
+fn add_pairs{S}(e0: u32, g: u32, scale: f32, v: Pairs) {
+    let p = load_pairs{S}(e0, g);
+    store_pairs{S}(e0, g, Pairs(p.a * scale + v.a, p.b * scale + v.b));
+}
