@@ -249,6 +249,7 @@ impl PosEnc {
             uniform.extend_from_slice(bytemuck::bytes_of(&params));
             windows.push((offset, first + words * WORD - offset, grid_x, grid_y));
             report.dispatches += 1;
+            report.blocks += 1;
             report.max_workgroups = report.max_workgroups.max(workgroups);
         }
         let uniform = self
@@ -312,6 +313,7 @@ impl PosEnc {
         cpass.dispatch_workgroups(1, 1, 1);
         EncodeReport {
             dispatches: 1,
+            blocks: 1,
             max_workgroups: 1,
         }
     }

@@ -37,7 +37,7 @@ fn tensor_larger_than_one_binding() {
             );
         });
         let report = report.expect("report");
-        assert!(report.dispatches >= 2, "expected a split, got {report:?}");
+        assert!(report.blocks >= 2, "expected a split, got {report:?}");
         let mut rows: Vec<(u64, u64)> = Vec::new();
         for h in 0..40 {
             rows.extend([(h, 0), (h, 8191)]);
@@ -177,7 +177,7 @@ fn a_tensor_of_exactly_the_binding_limit_takes_one_binding() {
     let shape = [1u64, 4, 512, 128];
     let n = (4 * 512 * 128) as usize;
     let mut rng = Rng::new(24);
-    for (offset, dispatches) in [(0u64, 1u32), (1, 2)] {
+    for (offset, blocks) in [(0u64, 1u32), (1, 2)] {
         let ctx = ctx().clone().with_max_binding_size(1 << 20);
         let layout = Layout::bhsd(shape).with_offset(offset);
         let input = guarded_input(&mut rng, &layout, 0);
@@ -195,11 +195,7 @@ fn a_tensor_of_exactly_the_binding_limit_takes_one_binding() {
                 .expect("encode"),
             );
         });
-        assert_eq!(
-            report.expect("report").dispatches,
-            dispatches,
-            "offset {offset}"
-        );
+        assert_eq!(report.expect("report").blocks, blocks, "offset {offset}");
         let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
         reference::rope(
             &spec,
@@ -208,5 +204,36 @@ fn a_tensor_of_exactly_the_binding_limit_takes_one_binding() {
             wgpu_posenc::HostPositions::Start(0),
         );
         assert_matches(&input, &gpu, &expected, 1e-6, "exact fit");
+    }
+}
+
+#[test]
+fn blocks_of_few_heads_are_dispatched_in_pairs() {
+    // BHSD [1, 7, 64, 64] f32 with room for one head a binding: 7 blocks, dispatched as 3
+    // pairs (the second head block through the K binding) and one alone.
+    let ctx = ctx().clone().with_max_binding_size(64 * 64 * 4 + 64);
+    let layout = Layout::bhsd([1, 7, 64, 64]);
+    let mut rng = Rng::new(25);
+    let input = guarded_input(&mut rng, &layout, 9);
+    for pair_layout in [PairLayout::Interleaved, PairLayout::HalfSplit] {
+        let spec = RopeSpec::new().pair_layout(pair_layout);
+        let mut report = None;
+        let gpu = run_on_buffer(&input, |encoder, buffer| {
+            let view = TensorView::new(buffer, layout);
+            report = Some(
+                ctx.encode_rope(encoder, &spec, &view, Positions::Start(5))
+                    .expect("encode"),
+            );
+        });
+        let report = report.expect("report");
+        assert_eq!((report.blocks, report.dispatches), (7, 4), "{report:?}");
+        let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
+        reference::rope(
+            &spec,
+            &layout,
+            &mut expected,
+            wgpu_posenc::HostPositions::Start(5),
+        );
+        assert_matches(&input, &gpu, &expected, 1e-6, "paired head blocks");
     }
 }
