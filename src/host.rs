@@ -22,6 +22,7 @@ impl PosEnc {
         data: &mut [f32],
         positions: HostPositions<'_>,
     ) -> Result<()> {
+        check_host_positions(&positions, &layout)?;
         let uploaded = self.upload_positions(&positions);
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
             let positions = uploaded.positions(&positions);
@@ -61,6 +62,7 @@ impl PosEnc {
         positions: HostPositions<'_>,
         scale: f32,
     ) -> Result<()> {
+        check_host_positions(&positions, &layout)?;
         let uploaded = self.upload_positions(&positions);
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
             let positions = uploaded.positions(&positions);
@@ -198,4 +200,48 @@ impl Uploaded {
             },
         }
     }
+}
+
+/// What the GPU cannot check about positions it reads, checked on the host: per-row starts
+/// and varlen offsets that would run past `u32::MAX`, and `cu_seqlens` that are not
+/// non-decreasing from 0 to the token count. (Array lengths are checked by the encode call.)
+fn check_host_positions(positions: &HostPositions<'_>, layout: &Layout) -> Result<()> {
+    let seq = layout.shape[2];
+    let past = |start: u32, len: u64| len > 0 && u64::from(start) + len - 1 > u64::from(u32::MAX);
+    match *positions {
+        HostPositions::BatchStarts(starts) => {
+            if let Some(&start) = starts.iter().find(|&&start| past(start, seq)) {
+                return Err(Error::PositionOverflow {
+                    start: u64::from(start),
+                    seq,
+                });
+            }
+        }
+        HostPositions::Varlen {
+            cu_seqlens,
+            offsets,
+        } => {
+            let ordered = cu_seqlens.first() == Some(&0)
+                && cu_seqlens.windows(2).all(|w| w[0] <= w[1])
+                && cu_seqlens.last().map(|&l| u64::from(l)) == Some(seq);
+            if !ordered {
+                return Err(Error::PositionsMismatch(
+                    "cu_seqlens must start at 0, never decrease, and end at the view's token count",
+                ));
+            }
+            if let Some(offsets) = offsets {
+                for (w, &offset) in cu_seqlens.windows(2).zip(offsets) {
+                    let len = u64::from(w[1] - w[0]);
+                    if past(offset, len) {
+                        return Err(Error::PositionOverflow {
+                            start: u64::from(offset),
+                            seq: len,
+                        });
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }

@@ -182,13 +182,17 @@ pub enum Positions<'a> {
     /// a KV cache of `start` tokens).
     Start(u32),
     /// One start per batch row, `[batch]`: token `s` of row `b` has position `starts[b] + s`
-    /// (decoding several sequences of different lengths together).
+    /// (decoding several sequences of different lengths together). The starts are read on
+    /// the GPU and cannot be checked before the dispatch: `starts[b] + seq - 1` must not pass
+    /// `u32::MAX` (it would wrap). [`PosEnc::rope_host`](crate::PosEnc::rope_host) checks it.
     BatchStarts(ArrayView<'a>),
     /// Explicit ids, `[batch, seq]` row-major (HF `position_ids`, vLLM `positions`).
     Ids(ArrayView<'a>),
     /// Packed variable-length sequences (flash-attention `cu_seqlens`): the view holds all
     /// tokens on its seq axis (batch 1); sequence `i` is tokens `cu_seqlens[i]..cu_seqlens[i+1]`
-    /// and its positions restart at `offsets[i]` (0 without offsets).
+    /// and its positions restart at `offsets[i]` (0 without offsets). `cu_seqlens` must be
+    /// non-decreasing from 0, as the kernel finds a token's sequence by binary search; a
+    /// malformed array gives wrong positions but never a read or write outside the buffers.
     Varlen {
         /// `num_seqs + 1` cumulative lengths, `cu_seqlens[0] = 0`, last = tokens.
         cu_seqlens: ArrayView<'a>,

@@ -358,3 +358,45 @@ fn f16_without_the_feature_is_a_clear_error() {
         assert!(e.to_string().contains("use f32"), "{e}");
     }
 }
+
+#[test]
+fn host_positions_the_gpu_cannot_check() {
+    let layout = Layout::bhsd([2, 1, 10, 8]);
+    let mut data = vec![0.5f32; 160];
+    let e = ctx()
+        .rope_host(
+            &RopeSpec::new(),
+            layout,
+            &mut data,
+            HostPositions::BatchStarts(&[0, u32::MAX - 5]),
+        )
+        .expect_err("start overflow");
+    assert!(matches!(e, Error::PositionOverflow { seq: 10, .. }), "{e}");
+    let varlen = Layout::bshd([1, 2, 10, 8]);
+    for cu in [&[0u32, 6, 4, 10][..], &[1, 5, 10], &[0, 5, 9]] {
+        let e = ctx()
+            .rope_host(
+                &RopeSpec::new(),
+                varlen,
+                &mut data,
+                HostPositions::Varlen {
+                    cu_seqlens: cu,
+                    offsets: None,
+                },
+            )
+            .expect_err("bad cu_seqlens");
+        assert!(matches!(e, Error::PositionsMismatch(_)), "{cu:?}: {e}");
+    }
+    let e = ctx()
+        .rope_host(
+            &RopeSpec::new(),
+            varlen,
+            &mut data,
+            HostPositions::Varlen {
+                cu_seqlens: &[0, 4, 10],
+                offsets: Some(&[0, u32::MAX - 2]),
+            },
+        )
+        .expect_err("offset overflow");
+    assert!(matches!(e, Error::PositionOverflow { seq: 6, .. }), "{e}");
+}
