@@ -558,8 +558,6 @@ mod tests {
         assert!(matches!(bad[2], Err(Error::BufferTooSmall { .. })));
     }
 
-    /// `shaders/identity.wgsl` validates and translates for every backend (as
-    /// `tests/shaders.rs` does for the pair kernels), with no math function at all.
     #[test]
     fn identity_shader_validates_and_translates() {
         use naga::valid::{Capabilities, ValidationFlags, Validator};
