@@ -3,13 +3,19 @@
 
 mod common;
 
-use common::{Rng, ctx};
+use common::{Rng, assert_one_rounding, ctx, guarded_u16, run_on_u16};
 use half::f16;
-use wgpu::util::DeviceExt;
 use wgpu_posenc::{
     Dtype, Error, HostPositions, Layout, PairLayout, Positions, RopeSpec, SinusoidalSpec,
     TensorView, reference,
 };
+
+/// f16: 10 stored mantissa bits, smallest normal exponent -14.
+const F16: (i32, i32) = (10, -14);
+
+fn value(bits: u16) -> f64 {
+    f64::from(f16::from_bits(bits))
+}
 
 fn has_f16() -> bool {
     ctx()
@@ -18,55 +24,14 @@ fn has_f16() -> bool {
         .contains(wgpu::Features::SHADER_F16)
 }
 
-/// Runs `encode` over f16 data; returns the data after.
-fn run_f16(
-    data: &[f16],
-    encode: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::Buffer) -> Result<(), Error>,
-) -> Result<Vec<f16>, Error> {
-    let mut bits: Vec<u16> = data.iter().map(|v| v.to_bits()).collect();
-    if bits.len() % 2 == 1 {
-        bits.push(0x7e01);
-    }
-    let device = ctx().device();
-    let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("f16 data"),
-        contents: bytemuck::cast_slice(&bits),
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-    });
-    let mut encoder = device.create_command_encoder(&Default::default());
-    encode(&mut encoder, &buffer)?;
-    let words = common::read_back(&buffer, encoder);
-    let bits: &[u16] = bytemuck::cast_slice(&words);
-    Ok(bits[..data.len()]
-        .iter()
-        .map(|&b| f16::from_bits(b))
-        .collect())
-}
-
-/// Within one rounding to f16 of the reference value (plus the f32 arithmetic's error).
-fn check(input: &[f16], gpu: &[f16], expected: &[f64], what: &str) {
-    for (i, ((x, g), &r)) in input.iter().zip(gpu).zip(expected).enumerate() {
-        if r.to_bits() == f64::from(*x).to_bits() {
-            assert_eq!(
-                g.to_bits(),
-                x.to_bits(),
-                "{what}: element {i} should be untouched"
-            );
-        } else {
-            let ulp = f64::from(
-                f16::from_f64(r.abs())
-                    .max(f16::MIN_POSITIVE_SUBNORMAL)
-                    .to_bits()
-                    .checked_add(1)
-                    .map(f16::from_bits)
-                    .unwrap_or(f16::MAX),
-            ) - f64::from(f16::from_f64(r.abs()));
-            let err = (f64::from(*g) - r).abs();
-            assert!(
-                err <= 0.5 * ulp.abs().max(f64::from(f16::EPSILON) * r.abs()) + 2e-6,
-                "{what}: element {i}: gpu {g}, reference {r}"
-            );
-        }
+/// Without SHADER_F16 the call must have been refused with the clear error: returns None.
+fn on_adapter(result: wgpu_posenc::Result<Vec<u16>>) -> Option<Vec<u16>> {
+    if has_f16() {
+        Some(result.expect("f16 supported"))
+    } else {
+        let e = result.expect_err("no f16");
+        assert!(matches!(e, Error::MissingFeature { .. }), "{e}");
+        None
     }
 }
 
@@ -87,40 +52,20 @@ fn rope_f16_within_one_rounding() {
             Layout::bhsd([1, 2, 5, 6]).with_offset(1),
         ),
     ] {
-        let end = layout.end().expect("layout") as usize;
-        let input: Vec<f16> = (0..end + 5)
-            .map(|i| {
-                if i < layout.offset as usize || i >= end {
-                    f16::from_bits(0x7e00 | i as u16 & 0xff)
-                } else {
-                    f16::from_f32(rng.value())
-                }
-            })
-            .collect();
+        let input = guarded_u16(&mut rng, &layout, 5, |v| f16::from_f32(v).to_bits());
         let spec = RopeSpec::new().pair_layout(pair_layout);
-        let result = run_f16(&input, |encoder, buffer| {
+        let Some(gpu) = on_adapter(run_on_u16(&input, |encoder, buffer| {
+            let view = TensorView::new(buffer, layout).with_dtype(Dtype::F16);
             ctx()
-                .encode_rope(
-                    encoder,
-                    &spec,
-                    &TensorView::new(buffer, layout).with_dtype(Dtype::F16),
-                    Positions::Start(1000),
-                )
+                .encode_rope(encoder, &spec, &view, Positions::Start(1000))
                 .map(drop)
-        });
-        if !has_f16() {
-            assert!(matches!(result, Err(Error::MissingFeature { .. })));
+        })) else {
             continue;
-        }
-        let gpu = result.expect("f16 rope");
-        let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
+        };
+        let mut expected: Vec<f64> = input.iter().map(|&v| value(v)).collect();
         reference::rope(&spec, &layout, &mut expected, HostPositions::Start(1000));
-        check(
-            &input,
-            &gpu,
-            &expected,
-            &format!("{pair_layout:?} {layout:?}"),
-        );
+        let what = format!("{pair_layout:?} {layout:?}");
+        assert_one_rounding(&input, &gpu, value, &expected, F16, &what);
     }
 }
 
@@ -128,25 +73,18 @@ fn rope_f16_within_one_rounding() {
 fn sinusoidal_f16_within_one_rounding() {
     let spec = SinusoidalSpec::new(64);
     let layout = Layout::rows(50, 64).with_offset(8);
-    let input: Vec<f16> = (0..8 + 50 * 64 + 3)
-        .map(|i| f16::from_bits(0x7e00 | i as u16 & 0xff))
+    let input: Vec<u16> = (0..8 + 50 * 64 + 3)
+        .map(|i| 0x7e00 | (i as u16 & 0xff))
         .collect();
-    let result = run_f16(&input, |encoder, buffer| {
+    let Some(gpu) = on_adapter(run_on_u16(&input, |encoder, buffer| {
+        let view = TensorView::new(buffer, layout).with_dtype(Dtype::F16);
         ctx()
-            .encode_sinusoidal_table(
-                encoder,
-                &spec,
-                &TensorView::new(buffer, layout).with_dtype(Dtype::F16),
-                123,
-            )
+            .encode_sinusoidal_table(encoder, &spec, &view, 123)
             .map(drop)
-    });
-    if !has_f16() {
-        assert!(matches!(result, Err(Error::MissingFeature { .. })));
+    })) else {
         return;
-    }
-    let gpu = result.expect("f16 table");
-    let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
+    };
+    let mut expected: Vec<f64> = input.iter().map(|&v| value(v)).collect();
     expected[8..8 + 50 * 64].copy_from_slice(&reference::sinusoidal_table(&spec, 50, 123));
-    check(&input, &gpu, &expected, "f16 table");
+    assert_one_rounding(&input, &gpu, value, &expected, F16, "f16 table");
 }

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{
-    Rng, assert_matches, ctx, f32_buffer, guarded_input, read_back, run_on_buffers, u32_buffer,
-    widen,
+    Rng, assert_matches, assert_one_rounding, bits, ctx, f32_buffer, guarded_input, guarded_u16,
+    read_back, run_on_buffers, run_on_u16, u32_buffer, widen,
 };
 use wgpu_posenc::{
     ArrayView, CosSinCache, Error, HostPositions, Layout, PairLayout, Positions, RopeCall,
@@ -100,13 +100,7 @@ fn packed_qkv_leaves_v_untouched() {
         assert_matches(&data, &out[0], &expected, TOL, "packed qkv");
         for tok in 0..t {
             let v = (tok * width + (hq + hkv) * d) as usize..((tok + 1) * width) as usize;
-            assert_eq!(
-                out[0][v.clone()]
-                    .iter()
-                    .map(|x| x.to_bits())
-                    .collect::<Vec<_>>(),
-                data[v].iter().map(|x| x.to_bits()).collect::<Vec<_>>()
-            );
+            assert_eq!(bits(&out[0][v.clone()]), bits(&data[v]), "V of token {tok}");
         }
     }
 }
@@ -174,10 +168,7 @@ fn out_of_place_converts_layouts_and_copies_the_tail() {
                     .expect("out of place");
             });
             // The source is untouched.
-            assert_eq!(
-                out[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                src.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-            );
+            assert_eq!(bits(&out[0]), bits(&src));
             let mut expected = widen(&dst);
             reference::rope_out(
                 &spec,
@@ -213,26 +204,73 @@ fn out_of_place_converts_layouts_and_copies_the_tail() {
 
 /// A cos/sin cache filled by the sinusoidal kernel: concatenated rows of width r are exactly
 /// vLLM's layout with sin first, so cos is at r/2 and sin at 0.
-fn cache_from_table(r: u64, max_pos: u64) -> (wgpu::Buffer, Vec<f32>) {
-    let spec = SinusoidalSpec::new(r).layout(SinusoidalLayout::Concatenated);
-    let table = ctx()
-        .sinusoidal_table_host(&spec, max_pos, 0)
-        .expect("table");
-    (f32_buffer(&table), table)
+struct TableCache {
+    r: u64,
+    max_pos: u64,
+    table: Vec<f32>,
+    buffer: wgpu::Buffer,
+}
+
+impl TableCache {
+    fn new(r: u64, max_pos: u64) -> Self {
+        let spec = SinusoidalSpec::new(r).layout(SinusoidalLayout::Concatenated);
+        let table = ctx()
+            .sinusoidal_table_host(&spec, max_pos, 0)
+            .expect("table");
+        let buffer = f32_buffer(&table);
+        Self {
+            r,
+            max_pos,
+            table,
+            buffer,
+        }
+    }
+
+    /// The cache as the kernels take it (no overflow flag).
+    fn gpu(&self) -> CosSinCache<'_> {
+        CosSinCache {
+            cos: ArrayView::at(&self.buffer, self.r / 2 * 4),
+            sin: ArrayView::new(&self.buffer),
+            max_pos: self.max_pos,
+            row_stride: self.r,
+            overflow_flag: None,
+        }
+    }
+
+    /// The reference's RoPE of `x` with the angles from this cache.
+    fn expected(
+        &self,
+        spec: &RopeSpec,
+        layout: &Layout,
+        x: &[f32],
+        positions: HostPositions<'_>,
+    ) -> Vec<f64> {
+        let cache = reference::HostCache {
+            values: &self.table,
+            max_pos: self.max_pos,
+            row_stride: self.r,
+            cos_offset: self.r / 2,
+            sin_offset: 0,
+        };
+        let mut expected = widen(x);
+        reference::rope_out(
+            spec,
+            layout,
+            &widen(x),
+            layout,
+            &mut expected,
+            positions,
+            Some(&cache),
+        );
+        expected
+    }
 }
 
 #[test]
 fn cache_path_matches_on_the_fly_bit_for_bit() {
     let mut rng = Rng::new(45);
-    let (r, max_pos) = (64u64, 300u64);
-    let (cache_buffer, table) = cache_from_table(r, max_pos);
-    let cache = CosSinCache {
-        cos: ArrayView::at(&cache_buffer, r / 2 * 4),
-        sin: ArrayView::new(&cache_buffer),
-        max_pos,
-        row_stride: r,
-        overflow_flag: None,
-    };
+    let table = TableCache::new(64, 300);
+    let cache = table.gpu();
     for pair_layout in LAYOUTS {
         let spec = RopeSpec::new().pair_layout(pair_layout);
         let layout = Layout::bshd([2, 4, 50, 64]);
@@ -253,46 +291,24 @@ fn cache_path_matches_on_the_fly_bit_for_bit() {
                 .expect("fly");
         });
         assert_eq!(
-            out[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-            out[1].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            bits(&out[0]),
+            bits(&out[1]),
             "{pair_layout:?}: cache and on-the-fly differ"
         );
-        let host_cache = reference::HostCache {
-            values: &table,
-            max_pos,
-            row_stride: r,
-            cos_offset: r / 2,
-            sin_offset: 0,
-        };
-        let mut expected = widen(&x);
-        reference::rope_out(
-            &spec,
-            &layout,
-            &widen(&x),
-            &layout,
-            &mut expected,
-            HostPositions::Start(250),
-            Some(&host_cache),
-        );
+        let expected = table.expected(&spec, &layout, &x, HostPositions::Start(250));
         assert_matches(&x, &out[0], &expected, TOL, "cache vs reference");
     }
 }
 
 #[test]
 fn cache_positions_out_of_range() {
-    let (r, max_pos) = (32u64, 64u64);
-    let (cache_buffer, table) = cache_from_table(r, max_pos);
+    let table = TableCache::new(32, 64);
+    let max_pos = table.max_pos;
     let spec = RopeSpec::new();
     let layout = Layout::bhsd([1, 2, 8, 32]);
     let mut rng = Rng::new(46);
     let x = guarded_input(&mut rng, &layout, 3);
-    let cache = CosSinCache {
-        cos: ArrayView::at(&cache_buffer, 64),
-        sin: ArrayView::new(&cache_buffer),
-        max_pos,
-        row_stride: r,
-        overflow_flag: None,
-    };
+    let cache = table.gpu();
     // Known on the host: refused before anything is recorded.
     let buffer = f32_buffer(&x);
     let mut encoder = ctx().device().create_command_encoder(&Default::default());
@@ -341,28 +357,9 @@ fn cache_positions_out_of_range() {
             &flag,
             ctx().device().create_command_encoder(&Default::default()),
         );
-        assert_eq!(
-            flag.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-            vec![0, flagged, 0, 0]
-        );
+        assert_eq!(bits(&flag), vec![0, flagged, 0, 0]);
         let clamped: Vec<u32> = ids.iter().map(|&p| p.min(max_pos as u32 - 1)).collect();
-        let host_cache = reference::HostCache {
-            values: &table,
-            max_pos,
-            row_stride: r,
-            cos_offset: r / 2,
-            sin_offset: 0,
-        };
-        let mut expected = widen(&x);
-        reference::rope_out(
-            &spec,
-            &layout,
-            &widen(&x),
-            &layout,
-            &mut expected,
-            HostPositions::Ids(&clamped),
-            Some(&host_cache),
-        );
+        let expected = table.expected(&spec, &layout, &x, HostPositions::Ids(&clamped));
         assert_matches(&x, &out[0], &expected, TOL, "clamped");
     }
 }
@@ -370,7 +367,9 @@ fn cache_positions_out_of_range() {
 #[test]
 fn bf16_within_one_rounding() {
     use half::bf16;
-    use wgpu::util::DeviceExt;
+    // bf16: 7 stored mantissa bits, smallest normal exponent -126.
+    const BF16: (i32, i32) = (7, -126);
+    let value = |b: u16| f64::from(bf16::from_bits(b).to_f32());
     let mut rng = Rng::new(47);
     for (pair_layout, layout) in [
         (
@@ -390,57 +389,18 @@ fn bf16_within_one_rounding() {
             Layout::bhsd([1, 2, 7, 10]).with_offset(2),
         ),
     ] {
-        let end = layout.end().unwrap() as usize;
-        let mut input: Vec<bf16> = (0..end + 5)
-            .map(|i| bf16::from_bits(0x7fc0 | (i as u16 & 0x3f)))
-            .collect();
-        for b in 0..layout.shape[0] {
-            for h in 0..layout.shape[1] {
-                for s in 0..layout.shape[2] {
-                    let row = reference::row_start(&layout, b, h, s) as usize;
-                    for k in 0..layout.shape[3] as usize {
-                        input[row + k] = bf16::from_f32(rng.value());
-                    }
-                }
-            }
-        }
-        let mut bits: Vec<u16> = input.iter().map(|v| v.to_bits()).collect();
-        if bits.len() % 2 == 1 {
-            bits.push(0);
-        }
-        let buffer = ctx()
-            .device()
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: None,
-                contents: bytemuck::cast_slice(&bits),
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            });
+        let input = guarded_u16(&mut rng, &layout, 5, |v| bf16::from_f32(v).to_bits());
         let spec = RopeSpec::new().pair_layout(pair_layout);
-        let mut encoder = ctx().device().create_command_encoder(&Default::default());
-        let view = TensorView::new(&buffer, layout).with_dtype(wgpu_posenc::Dtype::BF16);
-        ctx()
-            .encode_rope(&mut encoder, &spec, &view, Positions::Start(999))
-            .expect("bf16");
-        let words = read_back(&buffer, encoder);
-        let gpu: Vec<bf16> = bytemuck::cast_slice::<f32, u16>(&words)[..input.len()]
-            .iter()
-            .map(|&b| bf16::from_bits(b))
-            .collect();
-        let mut expected: Vec<f64> = input.iter().map(|v| f64::from(v.to_f32())).collect();
+        let gpu = run_on_u16(&input, |encoder, buffer| {
+            let view = TensorView::new(buffer, layout).with_dtype(wgpu_posenc::Dtype::BF16);
+            ctx()
+                .encode_rope(encoder, &spec, &view, Positions::Start(999))
+                .map(drop)
+        })
+        .expect("bf16 runs on every adapter");
+        let mut expected: Vec<f64> = input.iter().map(|&v| value(v)).collect();
         reference::rope(&spec, &layout, &mut expected, HostPositions::Start(999));
-        for (i, ((x, g), &r)) in input.iter().zip(&gpu).zip(&expected).enumerate() {
-            if r.to_bits() == f64::from(x.to_f32()).to_bits() {
-                assert_eq!(g.to_bits(), x.to_bits(), "{layout:?}: element {i} touched");
-            } else {
-                // One rounding to bf16 (8 significant bits): half an ulp of |r|, plus the f32 math.
-                let ulp = f64::from(bf16::from_f64(r.abs()).to_f32()) * 2f64.powi(-7);
-                let err = (f64::from(g.to_f32()) - r).abs();
-                assert!(
-                    err <= 0.5 * ulp + 2e-6,
-                    "{layout:?}: element {i}: gpu {g}, reference {r}"
-                );
-            }
-        }
+        assert_one_rounding(&input, &gpu, value, &expected, BF16, &format!("{layout:?}"));
     }
 }
 
@@ -492,10 +452,7 @@ fn mrope_contiguous_and_interleaved_sections() {
     ctx()
         .rope_host(&spec, layout, &mut b, HostPositions::Ids(&pos))
         .expect("ids");
-    assert_eq!(
-        a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-        b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-    );
+    assert_eq!(bits(&a), bits(&b));
     // Sections that do not cover the pairs are refused.
     let e = ctx()
         .rope_host(
@@ -528,7 +485,6 @@ fn shards_give_the_unsharded_result_bit_for_bit() {
     ctx()
         .rope_host(&spec, layout, &mut whole, HostPositions::Start(1000))
         .expect("whole");
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     // Sequence parallel: three shards of 32 tokens, each its own context and buffer, with
     // its global start offset; then the same with explicit ids.
     for use_ids in [false, true] {
@@ -617,7 +573,6 @@ fn interleaved_and_half_split_agree_after_the_permutation() {
             HostPositions::Start(77),
         )
         .expect("h");
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&perm(&a)), bits(&b));
 }
 

@@ -206,3 +206,106 @@ pub fn run_on_buffers(
 pub fn widen(x: &[f32]) -> Vec<f64> {
     x.iter().map(|&v| f64::from(v)).collect()
 }
+
+/// Bit patterns, for comparisons that must hold bit for bit.
+pub fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// The reference's RoPE of `input` (f64).
+pub fn expected_rope(
+    spec: &wgpu_posenc::RopeSpec,
+    layout: &wgpu_posenc::Layout,
+    input: &[f32],
+    positions: wgpu_posenc::HostPositions<'_>,
+) -> Vec<f64> {
+    let mut expected = widen(input);
+    wgpu_posenc::reference::rope(spec, layout, &mut expected, positions);
+    expected
+}
+
+/// RoPE in place on the GPU over a buffer holding `input`, through `ctx` (which may cap
+/// its bindings); returns the buffer after and what was recorded.
+pub fn rope_on_buffer(
+    ctx: &PosEnc,
+    input: &[f32],
+    spec: &wgpu_posenc::RopeSpec,
+    layout: wgpu_posenc::Layout,
+    positions: wgpu_posenc::Positions<'_>,
+) -> (Vec<f32>, wgpu_posenc::EncodeReport) {
+    let mut report = None;
+    let out = run_on_buffer(input, |encoder, buffer| {
+        let view = wgpu_posenc::TensorView::new(buffer, layout);
+        report = Some(
+            ctx.encode_rope(encoder, spec, &view, positions)
+                .expect("encode"),
+        );
+    });
+    (out, report.expect("encoded"))
+}
+
+/// 16-bit input for a view: `guarded_input` (random rows, poison elsewhere) converted by
+/// `to_bits` (f16 or bf16; poison stays NaN).
+pub fn guarded_u16(
+    rng: &mut Rng,
+    layout: &wgpu_posenc::Layout,
+    guard: usize,
+    to_bits: impl Fn(f32) -> u16,
+) -> Vec<u16> {
+    guarded_input(rng, layout, guard)
+        .into_iter()
+        .map(to_bits)
+        .collect()
+}
+
+/// Runs `encode` over a buffer of 16-bit values; returns them after.
+pub fn run_on_u16(
+    data: &[u16],
+    encode: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::Buffer) -> wgpu_posenc::Result<()>,
+) -> wgpu_posenc::Result<Vec<u16>> {
+    let mut padded = data.to_vec();
+    // Buffers hold whole u32 words.
+    padded.resize(data.len().next_multiple_of(2), 0);
+    let buffer = ctx()
+        .device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("test 16-bit data"),
+            contents: bytemuck::cast_slice(&padded),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        });
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    encode(&mut encoder, &buffer)?;
+    let words = read_back(&buffer, encoder);
+    Ok(bytemuck::cast_slice::<f32, u16>(&words)[..data.len()].to_vec())
+}
+
+/// A 16-bit result within one rounding of the reference: where the reference left an
+/// element as it was, the GPU must have too, bit for bit; elsewhere the error is at most
+/// half a unit in the last place of the format (`mantissa` stored bits, `min_exp` the
+/// smallest normal exponent) at the reference value, plus 2e-6 for the f32 arithmetic
+/// before the rounding.
+#[track_caller]
+pub fn assert_one_rounding(
+    input: &[u16],
+    gpu: &[u16],
+    value: impl Fn(u16) -> f64,
+    expected: &[f64],
+    (mantissa, min_exp): (i32, i32),
+    what: &str,
+) {
+    for (i, ((&x, &g), &r)) in input.iter().zip(gpu).zip(expected).enumerate() {
+        if r.to_bits() == value(x).to_bits() {
+            assert_eq!(g, x, "{what}: element {i} should be untouched");
+        } else {
+            let exp = (r.abs().log2().floor() as i32).max(min_exp);
+            let half_ulp = 2f64.powi(exp - mantissa - 1);
+            let err = (value(g) - r).abs();
+            assert!(
+                err <= half_ulp + 2e-6,
+                "{what}: element {i}: gpu {}, reference {r}, error {err:e} > {:e}",
+                value(g),
+                half_ulp + 2e-6
+            );
+        }
+    }
+}
