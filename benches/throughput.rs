@@ -94,12 +94,7 @@ fn main() {
     let samples = Samples::default();
 
     for seq in seqs() {
-        let bytes = cases::tensor_bytes(seq);
-        if bytes > limits.max_buffer_size {
-            eprintln!(
-                "S = {seq}: {} MiB is over the adapter's buffer size; skipped",
-                bytes >> 20
-            );
+        if !cases::fits(&ctx, seq) {
             continue;
         }
         let buffers = Buffers::new(&ctx, seq, true);

@@ -151,6 +151,20 @@ pub fn tensor_bytes(seq: u64) -> u64 {
     seq * D_MODEL * 4
 }
 
+/// Whether the tensors of length `seq` fit one buffer of `ctx`'s device; says so on stderr
+/// when they do not.
+pub fn fits(ctx: &PosEnc, seq: u64) -> bool {
+    let bytes = tensor_bytes(seq);
+    let fits = bytes <= ctx.device().limits().max_buffer_size;
+    if !fits {
+        eprintln!(
+            "S = {seq}: {} MiB is over the adapter's buffer size; skipped",
+            bytes >> 20
+        );
+    }
+    fits
+}
+
 /// The RoPE tensor `[1, 32, S, 128]` in `tensor`'s memory order.
 pub fn rope_layout(tensor: Tensor, seq: u64) -> Layout {
     let shape = [1, HEADS, seq, HEAD_DIM];

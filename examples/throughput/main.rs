@@ -169,11 +169,7 @@ fn main() -> Result<(), Error> {
         .collect();
     for (n, &seq) in o.seqs.iter().enumerate() {
         let bytes = cases::tensor_bytes(seq);
-        if bytes > limits.max_buffer_size {
-            eprintln!(
-                "S = {seq}: {} MiB is over the adapter's buffer size; skipped",
-                bytes >> 20
-            );
+        if !cases::fits(&ctx, seq) {
             continue;
         }
         progress(&format!(
