@@ -47,8 +47,8 @@ pub enum Error {
         /// The tensor's head dimension.
         head_dim: u64,
     },
-    /// `d_model` of a sinusoidal encoding is zero or odd.
-    #[error("d_model {d_model} must be even and non-zero: each sin has its cos")]
+    /// `d_model` of a sinusoidal encoding is zero, odd or too large.
+    #[error("d_model {d_model} must be even, non-zero and below 2^32: each sin has its cos")]
     InvalidDModel {
         /// The value given.
         d_model: u64,

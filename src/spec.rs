@@ -1,7 +1,7 @@
 //! What to compute: plain data describing each encoding, validated once at the boundary.
 
 use crate::error::{Error, Result};
-use crate::frequencies::Scaling;
+use crate::frequencies::{Scaling, default_inv_freq};
 
 /// Which two elements of a row form a rotated pair.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -291,9 +291,9 @@ impl SinusoidalSpec {
     pub fn frequencies(&self) -> Vec<f64> {
         let half = self.d_model / 2;
         match self.timescales {
-            None => (0..half)
-                .map(|i| self.base.powf(-((2 * i) as f64) / self.d_model as f64))
-                .collect(),
+            // The RoPE frequencies of rotary dim d_model: a cos/sin cache filled by the table
+            // kernel holds exactly the angles RoPE computes on the fly.
+            None => default_inv_freq(self.d_model.min(u64::from(u32::MAX)) as u32, self.base),
             Some((min, max)) => {
                 // tensor2tensor get_timing_signal_1d: log-spaced timescales from min to max.
                 let steps = (half.max(2) - 1) as f64;
@@ -317,7 +317,10 @@ impl SinusoidalSpec {
     }
 
     pub(crate) fn validate(&self) -> Result<()> {
-        if self.d_model == 0 || !self.d_model.is_multiple_of(2) {
+        if self.d_model == 0
+            || !self.d_model.is_multiple_of(2)
+            || self.d_model > u64::from(u32::MAX)
+        {
             return Err(Error::InvalidDModel {
                 d_model: self.d_model,
             });
