@@ -35,7 +35,8 @@ struct Params {
     ids_base: u32,
     ids_stride_b: u32,
     axis_stride: u32,
-    // Varlen: index of the offsets in `aux`, number of sequences, the block's first token.
+    // Varlen: index of the offsets in `aux`, number of sequences; the block's first token
+    // (varlen and per-row starts).
     aux_base: u32,
     num_seqs: u32,
     tok0: u32,
@@ -137,7 +138,8 @@ fn varlen_position(t: u32) -> u32 {
 fn lane_positions(w: Work, axis: UV) -> UV {
     switch POS_MODE {
         case 1u: {
-            return UV(ids[params.ids_base + w.b] + w.s);
+            // w.s counts from the block's first token, tok0 from the row's.
+            return UV(ids[params.ids_base + w.b] + params.tok0 + w.s);
         }
         case 2u: {
             return UV(ids[params.ids_base + w.b * params.ids_stride_b + w.s]);

@@ -29,15 +29,21 @@ pub struct PosEnc {
     pub(crate) frequencies: Arc<Mutex<HashMap<Vec<u32>, wgpu::Buffer>>>,
     /// Bound to read-only slots a variant does not use (ids, offsets, caches).
     pub(crate) dummy: wgpu::Buffer,
-    /// Bound to read-write slots a variant does not use (second tensor, cache flag); a
-    /// buffer cannot be bound read-only and read-write in one dispatch.
+    /// Bound to the second-tensor slot when a variant does not use it; a buffer cannot be
+    /// bound read-only and read-write in one dispatch.
     pub(crate) dummy_rw: wgpu::Buffer,
+    /// Bound to the cache-flag slot when unused: a writable slot of its own, since two
+    /// writable bindings of one buffer must not overlap (WebGPU).
+    pub(crate) dummy_flag: wgpu::Buffer,
     /// Bind groups of recent small passes (see `kernels::pass::BindCache`).
     pub(crate) bind_groups: Arc<Mutex<crate::kernels::pass::BindCache>>,
     /// The last frequencies a pass asked for, packed.
     pub(crate) last_frequencies: Arc<Mutex<Option<crate::kernels::pass::FrequencyMemo>>>,
     /// The identity and empty-dispatch pipelines of [`crate::roofline`], created on first use.
     pub(crate) roofline: Arc<OnceLock<crate::roofline::Roofline>>,
+    /// Records what the pair passes dispatch, for replay on other WebGPU implementations.
+    #[cfg(feature = "capture")]
+    pub(crate) capture: Option<crate::capture::Capture>,
 }
 
 impl PosEnc {
@@ -104,11 +110,46 @@ impl PosEnc {
             pipelines: Arc::default(),
             frequencies: Arc::default(),
             dummy: dummy("wgpu-posenc unused read-only binding"),
-            dummy_rw: dummy("wgpu-posenc unused read-write binding"),
+            dummy_rw: dummy("wgpu-posenc unused second tensor"),
+            dummy_flag: dummy("wgpu-posenc unused cache flag"),
             bind_groups: Arc::default(),
             last_frequencies: Arc::default(),
             roofline: Arc::default(),
+            #[cfg(feature = "capture")]
+            capture: None,
         }
+    }
+
+    /// Records every pass this context dispatches into `capture` from now on (and the
+    /// contents of the buffers it creates), so that the dispatches can be replayed elsewhere.
+    #[cfg(feature = "capture")]
+    pub fn with_capture(mut self, capture: &crate::capture::Capture) -> Self {
+        for dummy in [&self.dummy, &self.dummy_rw, &self.dummy_flag] {
+            capture.note_buffer(dummy, &vec![0; dummy.size() as usize]);
+        }
+        self.capture = Some(capture.clone());
+        self
+    }
+
+    /// A buffer with `contents` (noted by the capture, when there is one).
+    pub(crate) fn buffer_init(
+        &self,
+        label: &str,
+        contents: &[u8],
+        usage: wgpu::BufferUsages,
+    ) -> wgpu::Buffer {
+        let buffer = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage,
+            });
+        #[cfg(feature = "capture")]
+        if let Some(capture) = &self.capture {
+            capture.note_buffer(&buffer, contents);
+        }
+        buffer
     }
 
     /// Picks an adapter the wgpu way (`WGPU_BACKEND`, `WGPU_ADAPTER_NAME`,
@@ -176,6 +217,17 @@ impl PosEnc {
     /// binding budget, and to exercise the splitting on an adapter with large bindings.
     pub fn with_max_binding_size(mut self, bytes: u64) -> Self {
         self.max_binding = self.max_binding.min(bytes);
+        self
+    }
+
+    /// Raises the alignment of binding window offsets above the device's
+    /// `min_storage_buffer_offset_alignment` (to a power of two, at most 2^16 bytes), e.g. to
+    /// WebGPU's default of 256 so that every dispatch is also valid on a browser's adapter
+    /// (the capture check in `tests/dawn.rs` does). Results are the same.
+    pub fn with_storage_offset_alignment(mut self, bytes: u64) -> Self {
+        let bytes = bytes.clamp(1, 1 << 16).next_power_of_two();
+        self.storage_align = self.storage_align.max(bytes);
+        self.uniform_align = self.uniform_align.max(bytes);
         self
     }
 
@@ -254,13 +306,11 @@ impl PosEnc {
         if let Some(buffer) = cache.get(&words) {
             return buffer.clone();
         }
-        let buffer = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("wgpu-posenc frequencies"),
-                contents: bytemuck::cast_slice(&words),
-                usage: wgpu::BufferUsages::STORAGE,
-            });
+        let buffer = self.buffer_init(
+            "wgpu-posenc frequencies",
+            bytemuck::cast_slice(&words),
+            wgpu::BufferUsages::STORAGE,
+        );
         cache.insert(words, buffer.clone());
         buffer
     }

@@ -204,6 +204,68 @@ pub enum Error {
     /// A frequency-scaling configuration is invalid.
     #[error(transparent)]
     Frequency(#[from] FrequencyError),
+    /// Two views of one call (Q and K, or source and destination out of place) share
+    /// elements, so one would be rotated twice or read after it was written.
+    #[error(
+        "{what} share memory: {first} (at element offset {}) and {second} (at element offset \
+         {}) have elements in common in one buffer; give each its own elements",
+        offsets[0], offsets[1]
+    )]
+    TensorsOverlap {
+        /// Which call.
+        what: &'static str,
+        /// The first view's role.
+        first: &'static str,
+        /// The second view's role.
+        second: &'static str,
+        /// The element offsets of the two views.
+        offsets: [u64; 2],
+    },
+    /// Two views of one buffer whose elements could not be proven disjoint in bounded time.
+    #[error(
+        "{what}: {first} and {second} lie in one buffer with strides too irregular to check \
+         that they share no element; put them in separate buffers"
+    )]
+    OverlapUnknown {
+        /// Which call.
+        what: &'static str,
+        /// The first view's role.
+        first: &'static str,
+        /// The second view's role.
+        second: &'static str,
+    },
+    /// Two bindings of one dispatch would break WebGPU's rules for one buffer.
+    #[error(
+        "{first} and {second} are in one buffer {}; WebGPU implementations (Dawn in Chrome, \
+         browsers) reject such a dispatch: put them in separate buffers, or far enough apart \
+         that their binding windows (offsets aligned down to the device's storage offset \
+         alignment) do not meet",
+        if *both_writable { "with overlapping writable windows" } else { "bound both writable and read-only" }
+    )]
+    BindingConflict {
+        /// What the first binding holds.
+        first: &'static str,
+        /// What the second binding holds.
+        second: &'static str,
+        /// Both are writable (else one is read-only).
+        both_writable: bool,
+    },
+    /// A binding window breaks the device's alignment or size rules (a bug of this crate if
+    /// it ever happens: please report it with the call that caused it).
+    #[error(
+        "binding {binding}: window at offset {offset} of {size} bytes does not fit the \
+         device's alignment and size rules (buffer of {buffer_size} bytes)"
+    )]
+    InvalidBinding {
+        /// The binding index.
+        binding: u32,
+        /// Byte offset.
+        offset: u64,
+        /// Byte size.
+        size: u64,
+        /// The buffer's size.
+        buffer_size: u64,
+    },
     /// Mapping a buffer for readback failed.
     #[error("reading back from the device failed: {0}")]
     Map(#[from] wgpu::BufferAsyncError),

@@ -1,7 +1,5 @@
 //! Convenience for host slices: upload, encode, submit, wait, read back.
 
-use wgpu::util::DeviceExt;
-
 use crate::context::PosEnc;
 use crate::error::{Error, Result};
 use crate::spec::{RopeSpec, SinusoidalSpec};
@@ -103,12 +101,7 @@ impl PosEnc {
         } else {
             bytemuck::cast_slice(data)
         };
-        self.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage: wgpu::BufferUsages::STORAGE,
-            })
+        self.buffer_init(label, contents, wgpu::BufferUsages::STORAGE)
     }
 
     /// Uploads `data`, lets `encode` record work on it, and reads it back into `data`.
@@ -137,13 +130,11 @@ impl PosEnc {
             return encode(self, &mut encoder, &buffer);
         }
         let bytes = std::mem::size_of_val(data) as u64;
-        let buffer = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("wgpu-posenc host data"),
-                contents: bytemuck::cast_slice(data),
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            });
+        let buffer = self.buffer_init(
+            "wgpu-posenc host data",
+            bytemuck::cast_slice(data),
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        );
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("wgpu-posenc readback"),
             size: bytes,

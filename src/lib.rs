@@ -24,6 +24,8 @@
 //! ```
 
 mod angle;
+#[cfg(feature = "capture")]
+pub mod capture;
 mod context;
 mod error;
 pub mod frequencies;

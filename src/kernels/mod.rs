@@ -5,6 +5,7 @@
 //! the first `row_len` elements, compute the pair's angle once and apply an operation to
 //! that pair in every head. Only the operation differs (rotate, write sin/cos, add).
 
+pub(crate) mod bind;
 pub(crate) mod pass;
 pub(crate) mod plan;
 pub(crate) mod rope;
@@ -104,6 +105,9 @@ pub struct Specialization {
     pub add: bool,
     /// Sinusoidal: zero the row of the padding position.
     pub pad: bool,
+    /// RoPE with a second tensor: both tensors are windows of one buffer bound once, as `x`
+    /// (WebGPU forbids two writable bindings of one buffer that overlap).
+    pub shared: bool,
 }
 
 impl Specialization {
@@ -120,6 +124,7 @@ impl Specialization {
             second: Second::None,
             add: false,
             pad: false,
+            shared: false,
         }
     }
 
@@ -167,14 +172,22 @@ impl Specialization {
         };
         // The element access and pair snippets exist once per tensor binding: `x` (binding
         // 1, no suffix) and `x2` (binding 5, suffix `_2`).
+        // With `shared`, the `_2` functions reach view B through `x` and binding 5 is not
+        // declared.
         for (suffix, binding) in [("", "1"), ("_2", "5")] {
+            let second = !suffix.is_empty();
             let named = |text: &str| {
-                text.replace(
-                    "x{S}",
-                    &format!("x{}", if suffix.is_empty() { "" } else { "2" }),
-                )
-                .replace("{S}", suffix)
-                .replace("{B}", binding)
+                let text = if second && self.shared {
+                    text.lines()
+                        .filter(|l| !l.starts_with("@group(0) @binding({B})"))
+                        .map(|l| format!("{l}\n"))
+                        .collect()
+                } else {
+                    text.to_string()
+                };
+                text.replace("x{S}", if second && !self.shared { "x2" } else { "x" })
+                    .replace("{S}", suffix)
+                    .replace("{B}", binding)
             };
             out.push('\n');
             out.push_str(&named(dtype));
@@ -257,6 +270,13 @@ impl Specialization {
                                     second: Second::Source,
                                     ..plain
                                 });
+                                for second in [Second::InPlace, Second::Source] {
+                                    all.push(Specialization {
+                                        second,
+                                        shared: true,
+                                        ..plain
+                                    });
+                                }
                             }
                             Kernel::Sinusoidal => {
                                 all.push(Specialization { add: true, ..plain });

@@ -4,8 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use wgpu::util::DeviceExt;
-
+use super::bind::{self, Access, Entry, Rules, overlap};
 use super::plan::{Block, IdsSpan, Params, PlanInput, ViewSpan};
 use super::{Kernel, PositionMode, Second, Specialization, WORKGROUP, Width};
 use crate::context::PosEnc;
@@ -86,6 +85,27 @@ pub(crate) struct PairPass<'a> {
     pub scale: f32,
 }
 
+/// A block's window of one view: the binding window, the element index of the block's
+/// first row, the strides of the axes it steps along (0 for the others), and its heads.
+struct ViewWindow<'a> {
+    buffer: &'a wgpu::Buffer,
+    window: (u64, u64),
+    first: u64,
+    strides: [u32; 3],
+    heads: u64,
+}
+
+/// A bind group and the entries it was made of (kept for the capture of dispatches).
+#[derive(Debug)]
+pub(crate) struct BoundGroup {
+    group: wgpu::BindGroup,
+    #[cfg_attr(
+        not(feature = "capture"),
+        expect(dead_code, reason = "read by the capture")
+    )]
+    entries: Vec<Entry>,
+}
+
 /// A storage binding of a block: a buffer window `(offset, size)`, or None for a dummy.
 type Slot = Option<(wgpu::Buffer, (u64, u64))>;
 
@@ -107,7 +127,7 @@ pub(crate) struct BindKey {
 /// entry keeps its buffers alive until it is evicted.
 #[derive(Debug, Default)]
 pub(crate) struct BindCache {
-    entries: VecDeque<(BindKey, Arc<[wgpu::BindGroup]>)>,
+    entries: VecDeque<(BindKey, Arc<[BoundGroup]>)>,
 }
 
 impl BindCache {
@@ -118,7 +138,7 @@ impl BindCache {
     /// Most blocks (dispatches) of a pass that is kept.
     const MAX_BLOCKS: usize = 4;
 
-    fn get(&mut self, key: &BindKey) -> Option<Arc<[wgpu::BindGroup]>> {
+    fn get(&mut self, key: &BindKey) -> Option<Arc<[BoundGroup]>> {
         let at = self.entries.iter().position(|(k, _)| k == key)?;
         let entry = self.entries.remove(at)?;
         let bind_groups = entry.1.clone();
@@ -126,7 +146,7 @@ impl BindCache {
         Some(bind_groups)
     }
 
-    fn insert(&mut self, key: BindKey, bind_groups: Arc<[wgpu::BindGroup]>) {
+    fn insert(&mut self, key: BindKey, bind_groups: Arc<[BoundGroup]>) {
         self.entries.push_front((key, bind_groups));
         self.entries.truncate(Self::CAPACITY);
     }
@@ -197,10 +217,16 @@ impl PosEnc {
         } else {
             2 * pass.pairs
         };
+        // Two views of one buffer may have to share one binding (see `encode_pass`): each
+        // gets half of it.
+        let shared = pass.b.is_some_and(|b| b.buffer == pass.a.buffer);
+        let cap = if shared {
+            self.max_binding / 2
+        } else {
+            self.max_binding
+        };
         let view = |v: &PassView<'_>| {
-            let room = self
-                .max_binding
-                .saturating_sub(slack(self, &v.layout, row_len, elem));
+            let room = cap.saturating_sub(slack(self, &v.layout, row_len, elem));
             ViewSpan {
                 strides: v.layout.strides,
                 heads: v.layout.shape[1],
@@ -308,9 +334,20 @@ impl PosEnc {
             && blocks.iter().all(|b| b.extent[1] <= PAIR_HEADS_UP_TO)
             && blocks.iter().any(|b| b.extent[1] < pass.a.layout.shape[1]);
         let units = if pair_heads {
+            // Two writable windows of one buffer must not meet (WebGPU): partners whose
+            // aligned windows touch go alone.
+            let whole_heads = |b: &Block| self.view_window(&input, 0, &pass.a, b, elem).window;
             pair_head_blocks(&blocks)
+                .into_iter()
+                .flat_map(|(blk, partner)| match partner {
+                    Some(o) if overlap(whole_heads(&blk), whole_heads(&o)) => {
+                        vec![(blk, None), (o, None)]
+                    }
+                    _ => vec![(blk, partner)],
+                })
+                .collect()
         } else {
-            blocks.iter().map(|b| (*b, None)).collect()
+            blocks.iter().map(|b| (*b, None)).collect::<Vec<_>>()
         };
         let spec = if pair_heads {
             Specialization {
@@ -320,7 +357,6 @@ impl PosEnc {
         } else {
             pass.spec
         };
-        let pipeline = self.pipeline(spec);
         for (k, (blk, partner)) in units.iter().enumerate() {
             let blk = *blk;
             let mut params = Params {
@@ -341,80 +377,37 @@ impl PosEnc {
                 tokens: tokens as u32,
                 ..Params::default()
             };
-            // View windows: A always, B when present; B takes all its heads when they are
-            // not view A's heads.
-            let mut windows = Vec::with_capacity(2);
-            for (i, view) in std::iter::once(&pass.a).chain(pass.b.as_ref()).enumerate() {
-                let own_heads = view.layout.shape[1] != pass.a.layout.shape[1]
-                    || pass.spec.second == Second::InPlace;
-                let (h0, eh) = if own_heads && i == 1 {
-                    (0, view.layout.shape[1])
+            // View A always; view B when present (K or the source), or the partner head
+            // block of A.
+            let a = self.view_window(&input, 0, &pass.a, &blk, elem);
+            let b = match (&pass.b, partner) {
+                (Some(view), _) => Some(self.view_window(&input, 1, view, &blk, elem)),
+                (None, Some(other)) => Some(self.view_window(&input, 0, &pass.a, other, elem)),
+                (None, None) => None,
+            };
+            (params.stride_b, params.stride_h, params.stride_s) =
+                (a.strides[0], a.strides[1], a.strides[2]);
+            let mut windows = vec![(a.buffer, a.window)];
+            let mut shared = false;
+            if let Some(b) = &b {
+                (params.stride2_b, params.stride2_h, params.stride2_s) =
+                    (b.strides[0], b.strides[1], b.strides[2]);
+                params.n_h2 = b.heads as u32;
+                if b.buffer == a.buffer && overlap(a.window, b.window) {
+                    // Views of one buffer whose windows meet (Q and K of a packed QKV buffer,
+                    // an output just after its source) go through one binding covering
+                    // both; the planner halved their windows so that it fits.
+                    let lo = a.window.0.min(b.window.0);
+                    let hi = (a.window.0 + a.window.1).max(b.window.0 + b.window.1);
+                    windows[0].1 = (lo, hi - lo);
+                    shared = true;
                 } else {
-                    (blk.start[1], blk.extent[1])
-                };
-                let start = [blk.start[0], h0, blk.start[2]];
-                let ext = [blk.extent[0], eh, blk.extent[2]];
-                let first = view.layout.offset
-                    + (0..3)
-                        .map(|a| start[a] * view.layout.strides[a])
-                        .sum::<u64>();
-                let span = input.span(&input.views[i], ext);
-                let win = self.window(view.buffer, first * elem, span * elem);
-                let stepped = |a: usize| {
-                    if ext[a] > 1 {
-                        view.layout.strides[a] as u32
-                    } else {
-                        0
-                    }
-                };
-                let base = ((first * elem - win.0) / elem) as u32;
-                if i == 0 {
-                    (
-                        params.base,
-                        params.stride_b,
-                        params.stride_h,
-                        params.stride_s,
-                    ) = (base, stepped(0), stepped(1), stepped(2));
-                } else {
-                    (
-                        params.base2,
-                        params.stride2_b,
-                        params.stride2_h,
-                        params.stride2_s,
-                    ) = (base, stepped(0), stepped(1), stepped(2));
-                    params.n_h2 = eh as u32;
+                    windows.push((b.buffer, b.window));
                 }
-                windows.push((view.buffer, win));
+                let origin = if shared { windows[0].1.0 } else { b.window.0 };
+                params.base2 = ((b.first * elem - origin) / elem) as u32;
             }
-            if let Some(other) = partner {
-                let layout = &pass.a.layout;
-                let first = layout.offset
-                    + (0..3)
-                        .map(|a| other.start[a] * layout.strides[a])
-                        .sum::<u64>();
-                let span = input.span(&input.views[0], other.extent);
-                let win = self.window(pass.a.buffer, first * elem, span * elem);
-                let stepped = |a: usize| {
-                    if other.extent[a] > 1 {
-                        layout.strides[a] as u32
-                    } else {
-                        0
-                    }
-                };
-                (
-                    params.base2,
-                    params.stride2_b,
-                    params.stride2_h,
-                    params.stride2_s,
-                ) = (
-                    ((first * elem - win.0) / elem) as u32,
-                    stepped(0),
-                    stepped(1),
-                    stepped(2),
-                );
-                params.n_h2 = other.extent[1] as u32;
-                windows.push((pass.a.buffer, win));
-            }
+            params.base = ((a.first * elem - windows[0].1.0) / elem) as u32;
             let ids = match pass.positions {
                 PassPositions::Start(start) => {
                     params.pos_start = start + blk.start[2] as u32;
@@ -454,7 +447,8 @@ impl PosEnc {
             uniform[at..at + size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(&params));
             dispatched = k + 1;
             report.blocks += 1 + u32::from(partner.is_some());
-            bindings.push((windows, ids, [grid_x, grid_y]));
+            let unit_spec = Specialization { shared, ..spec };
+            bindings.push((windows, ids, [grid_x, grid_y], unit_spec));
             report.dispatches += 1;
             report.max_workgroups = report.max_workgroups.max(workgroups);
         }
@@ -462,7 +456,7 @@ impl PosEnc {
         // the same for all): a buffer window, or None for a dummy.
         let slots: Vec<[Slot; 7]> = bindings
             .iter()
-            .map(|(windows, ids, _)| {
+            .map(|(windows, ids, _, _)| {
                 let own = |(b, w): (&wgpu::Buffer, (u64, u64))| Some((b.clone(), w));
                 let (cos, sin, flag) = match &cache {
                     Some((c, cos, sin, flag)) => (
@@ -504,68 +498,141 @@ impl PosEnc {
         let bind_groups = match cached {
             Some(bind_groups) => bind_groups,
             None => {
-                let bind_groups = self.bind_groups(&key, param_stride);
+                let bind_groups = self.bind_groups(&key, param_stride)?;
                 if cacheable {
                     self.bind_cache().insert(key, bind_groups.clone());
                 }
                 bind_groups
             }
         };
+        let pipelines: Vec<wgpu::ComputePipeline> = bindings
+            .iter()
+            .map(|(_, _, _, unit_spec)| self.pipeline(*unit_spec))
+            .collect();
 
         let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("wgpu-posenc"),
             timestamp_writes: None,
         });
-        cpass.set_pipeline(&pipeline);
-        for (bind_group, (_, _, [gx, gy])) in bind_groups.iter().zip(&bindings) {
-            cpass.set_bind_group(0, bind_group, &[]);
+        for ((bind_group, (_, _, [gx, gy], _)), pipeline) in
+            bind_groups.iter().zip(&bindings).zip(&pipelines)
+        {
+            cpass.set_pipeline(pipeline);
+            cpass.set_bind_group(0, &bind_group.group, &[]);
             cpass.dispatch_workgroups(*gx, *gy, 1);
+        }
+        drop(cpass);
+        #[cfg(feature = "capture")]
+        if let Some(capture) = &self.capture {
+            let dispatches = bind_groups
+                .iter()
+                .zip(&bindings)
+                .map(|(bg, (_, _, [gx, gy], unit_spec))| {
+                    (*unit_spec, bg.entries.clone(), [*gx, *gy, 1])
+                })
+                .collect();
+            capture.record_pass(dispatches);
         }
         Ok(report)
     }
 
-    /// One bind group per block of `key`: its parameters, windows and dummies.
-    fn bind_groups(&self, key: &BindKey, param_stride: u64) -> Arc<[wgpu::BindGroup]> {
-        let uniform = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("wgpu-posenc params"),
-                contents: &key.params,
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-        let resource = |buffer, (offset, size): (u64, u64)| {
-            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer,
-                offset,
-                size: wgpu::BufferSize::new(size),
-            })
+    /// The binding window of `view` for block `blk` (view index `i` of the plan): the
+    /// elements of its rows, and the strides of the axes the block steps along.
+    fn view_window<'b>(
+        &self,
+        input: &PlanInput,
+        i: usize,
+        view: &PassView<'b>,
+        blk: &Block,
+        elem: u64,
+    ) -> ViewWindow<'b> {
+        // A second view with heads of its own (K) takes all of them in every block.
+        let own_heads = i == 1 && (view.layout.shape[1] != input.extents[1] || !input.split_heads);
+        let (h0, eh) = if own_heads {
+            (0, view.layout.shape[1])
+        } else {
+            (blk.start[1], blk.extent[1])
+        };
+        let start = [blk.start[0], h0, blk.start[2]];
+        let ext = [blk.extent[0], eh, blk.extent[2]];
+        let first = view.layout.offset
+            + (0..3)
+                .map(|a| start[a] * view.layout.strides[a])
+                .sum::<u64>();
+        let span = input.span(&input.views[i], ext);
+        let stepped = |a: usize| {
+            if ext[a] > 1 {
+                view.layout.strides[a] as u32
+            } else {
+                0
+            }
+        };
+        ViewWindow {
+            buffer: view.buffer,
+            window: self.window(view.buffer, first * elem, span * elem),
+            first,
+            strides: [stepped(0), stepped(1), stepped(2)],
+            heads: eh,
+        }
+    }
+
+    /// One bind group per block of `key`: its parameters, windows and dummies, each checked
+    /// against WebGPU's rules (`kernels::bind`).
+    fn bind_groups(&self, key: &BindKey, param_stride: u64) -> Result<Arc<[BoundGroup]>> {
+        let uniform = self.buffer_init(
+            "wgpu-posenc params",
+            &key.params,
+            wgpu::BufferUsages::UNIFORM,
+        );
+        let rules = Rules {
+            storage_align: self.storage_align,
+            uniform_align: self.uniform_align,
+            max_storage_binding: self.device.limits().max_storage_buffer_binding_size,
         };
         key.slots
             .iter()
             .enumerate()
             .map(|(k, slots)| {
-                let param_window = (k as u64 * param_stride, size_of::<Params>() as u64);
+                let entry = |binding, buffer: &wgpu::Buffer, (offset, size), access| Entry {
+                    binding,
+                    buffer: buffer.clone(),
+                    offset,
+                    size,
+                    access,
+                };
                 let mut entries = vec![
-                    (0, resource(&uniform, param_window)),
-                    (2, key.freq.as_entire_binding()),
+                    entry(
+                        0,
+                        &uniform,
+                        (k as u64 * param_stride, size_of::<Params>() as u64),
+                        Access::Uniform,
+                    ),
+                    entry(2, &key.freq, (0, key.freq.size()), Access::ReadOnly),
                 ];
                 for (slot, binding) in slots.iter().zip([1u32, 3, 4, 5, 6, 7, 8]) {
-                    let res = match slot {
-                        Some((buffer, window)) => resource(buffer, *window),
-                        // A buffer cannot be bound read-only and read-write in one dispatch.
-                        None if matches!(binding, 1 | 5 | 8) => self.dummy_rw.as_entire_binding(),
-                        None => self.dummy.as_entire_binding(),
+                    let access = if matches!(binding, 1 | 5 | 8) {
+                        Access::ReadWrite
+                    } else {
+                        Access::ReadOnly
                     };
-                    entries.push((binding, res));
+                    let (buffer, window) = match slot {
+                        Some((buffer, window)) => (buffer, *window),
+                        // Each writable slot has a dummy of its own: two writable bindings of
+                        // one buffer must not meet, and a buffer cannot be bound read-only
+                        // and writable in one dispatch.
+                        None => {
+                            let dummy = match binding {
+                                5 => &self.dummy_rw,
+                                8 => &self.dummy_flag,
+                                _ => &self.dummy,
+                            };
+                            (dummy, (0, dummy.size()))
+                        }
+                    };
+                    entries.push(entry(binding, buffer, window, access));
                 }
-                self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("wgpu-posenc pair pass"),
-                    layout: &self.bind_group_layout,
-                    entries: &entries
-                        .into_iter()
-                        .map(|(binding, resource)| wgpu::BindGroupEntry { binding, resource })
-                        .collect::<Vec<_>>(),
-                })
+                let group = bind::create(&self.device, &self.bind_group_layout, &rules, &entries)?;
+                Ok(BoundGroup { group, entries })
             })
             .collect()
     }

@@ -132,8 +132,11 @@ impl PosEnc {
             self.check_dtype(view.dtype)?;
             self.check_view(view, what)?;
         }
+        if let Some(k) = &call.k {
+            check_disjoint("Q and K of one call", ("Q", tensor), ("K", k))?;
+        }
         if let Some(out) = &call.output {
-            check_disjoint(tensor, out)?;
+            check_disjoint("out of place", ("the source", tensor), ("the output", out))?;
         }
         let (positions, seq_len) =
             resolve_positions(call.positions, &layout, spec.mrope.is_some())?;
@@ -188,6 +191,31 @@ impl PosEnc {
             sin_sign: if spec.inverse { -1.0 } else { 1.0 },
             scale: freqs.attention_factor as f32,
         };
+        if second == Second::InPlace && pass.b.is_some_and(|k| k.layout.rows_count() == 0) {
+            // K has no heads: Q alone.
+            let q = PairPass {
+                b: None,
+                spec: Specialization {
+                    second: Second::None,
+                    ..pass.spec
+                },
+                ..pass.clone()
+            };
+            return self.encode_pass(encoder, &q);
+        }
+        if second == Second::InPlace && pass.a.layout.rows_count() == 0 {
+            // Q has no heads (K has the same batch and seq): K alone.
+            let k = PairPass {
+                a: pass.b.expect("K"),
+                b: None,
+                spec: Specialization {
+                    second: Second::None,
+                    ..pass.spec
+                },
+                ..pass.clone()
+            };
+            return self.encode_pass(encoder, &k);
+        }
         if second == Second::InPlace && self.plan(&pass).block_shape().is_none() {
             // One token of every Q and K head does not fit one binding each (e.g. BHSD heads
             // a whole sequence apart): rotate Q and K in passes of their own.
@@ -241,7 +269,7 @@ impl PosEnc {
                 match flag {
                     Some(f) => words(f, 1, "cache overflow flag")?,
                     None => Words {
-                        buffer: &self.dummy_rw,
+                        buffer: &self.dummy_flag,
                         first: 0,
                     },
                 }
@@ -301,19 +329,32 @@ fn byte_range(tensor: &TensorView<'_>) -> Result<(u64, u64)> {
     Ok((layout.offset * tensor.dtype.size(), end))
 }
 
-/// Out of place into the same buffer: the two views' byte ranges must not meet.
-fn check_disjoint(src: &TensorView<'_>, dst: &TensorView<'_>) -> Result<()> {
-    if src.buffer != dst.buffer {
+/// Two views of one call must not share an element: K equal to Q (or shifted by a head)
+/// would be rotated twice, an output over its source read after it was written. Views of
+/// one buffer that interleave without sharing elements (Q and K of a packed QKV projection)
+/// are fine.
+fn check_disjoint(
+    what: &'static str,
+    (first, a): (&'static str, &TensorView<'_>),
+    (second, b): (&'static str, &TensorView<'_>),
+) -> Result<()> {
+    if a.buffer != b.buffer {
         return Ok(());
     }
-    let (a0, a1) = byte_range(src)?;
-    let (b0, b1) = byte_range(dst)?;
-    if a0 < b1 && b0 < a1 {
-        return Err(Error::Unsupported(
-            "the output overlaps the input in the same buffer: rotate in place instead",
-        ));
+    match crate::tensor::views_share_elements(&a.layout, &b.layout) {
+        Some(false) => Ok(()),
+        Some(true) => Err(Error::TensorsOverlap {
+            what,
+            first,
+            second,
+            offsets: [a.layout.offset, b.layout.offset],
+        }),
+        None => Err(Error::OverlapUnknown {
+            what,
+            first,
+            second,
+        }),
     }
-    Ok(())
 }
 
 /// Checks that `view` holds `count` 4-byte values and has `STORAGE` usage.

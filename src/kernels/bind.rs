@@ -1,0 +1,135 @@
+//! The one place where the pair pass makes its bind groups, and the WebGPU rules each one is
+//! checked against before it is made.
+//!
+//! wgpu's native backends do not enforce all of WebGPU's validation; Dawn (Chrome) does, and
+//! rejects the whole command buffer when a rule is broken. So every bind group is checked
+//! here, on every backend, and a call that would break a rule gets an [`Error`] instead:
+//!
+//! - two writable storage bindings of one buffer must not overlap (Dawn: "Writable storage
+//!   buffer binding aliasing");
+//! - a buffer bound writable must not also be bound read-only or as a uniform in the same
+//!   dispatch (buffer usages are tracked per whole buffer);
+//! - every offset is a multiple of the device's offset alignment, every size a non-zero
+//!   multiple of 4 within the binding limit and the buffer.
+
+use crate::error::{Error, Result};
+
+/// How a binding is declared in the bind group layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    Uniform,
+    ReadOnly,
+    ReadWrite,
+}
+
+/// One entry of a bind group: a window `[offset, offset + size)` of a buffer.
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    pub binding: u32,
+    pub buffer: wgpu::Buffer,
+    pub offset: u64,
+    pub size: u64,
+    pub access: Access,
+}
+
+/// What the rules need to know of the device.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rules {
+    pub storage_align: u64,
+    pub uniform_align: u64,
+    pub max_storage_binding: u64,
+}
+
+impl Rules {
+    /// Checks `entries` against WebGPU's rules; the error names the bindings at fault.
+    pub fn check(&self, entries: &[Entry]) -> Result<()> {
+        for e in entries {
+            let align = match e.access {
+                Access::Uniform => self.uniform_align,
+                _ => self.storage_align,
+            };
+            let end = e.offset.checked_add(e.size);
+            let fits = end.is_some_and(|end| end <= e.buffer.size())
+                && e.size > 0
+                && e.size.is_multiple_of(4)
+                && (e.access == Access::Uniform || e.size <= self.max_storage_binding);
+            if !e.offset.is_multiple_of(align) || !fits {
+                return Err(Error::InvalidBinding {
+                    binding: e.binding,
+                    offset: e.offset,
+                    size: e.size,
+                    buffer_size: e.buffer.size(),
+                });
+            }
+        }
+        for (i, a) in entries.iter().enumerate() {
+            for b in &entries[i + 1..] {
+                if a.buffer != b.buffer {
+                    continue;
+                }
+                let writable = [a.access, b.access].map(|x| x == Access::ReadWrite);
+                let overlap = a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+                let conflict = match writable {
+                    [true, true] => overlap,
+                    [false, false] => false,
+                    _ => true,
+                };
+                if conflict {
+                    return Err(Error::BindingConflict {
+                        first: binding_name(a.binding),
+                        second: binding_name(b.binding),
+                        both_writable: writable == [true, true],
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the pair pass binds at `binding` (see `shaders/common.wgsl`).
+pub(crate) fn binding_name(binding: u32) -> &'static str {
+    match binding {
+        0 => "the parameters",
+        1 => "the tensor",
+        2 => "the frequencies",
+        3 => "the position ids (or per-row starts, or cu_seqlens)",
+        4 => "the varlen offsets",
+        5 => "the second tensor (K, or the source out of place)",
+        6 => "the cos cache",
+        7 => "the sin cache",
+        8 => "the cache overflow flag",
+        _ => "an unknown binding",
+    }
+}
+
+/// Makes the bind group of `entries` after checking them.
+pub(crate) fn create(
+    device: &wgpu::Device,
+    layout: &wgpu::BindGroupLayout,
+    rules: &Rules,
+    entries: &[Entry],
+) -> Result<wgpu::BindGroup> {
+    rules.check(entries)?;
+    let entries: Vec<wgpu::BindGroupEntry<'_>> = entries
+        .iter()
+        .map(|e| wgpu::BindGroupEntry {
+            binding: e.binding,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &e.buffer,
+                offset: e.offset,
+                size: wgpu::BufferSize::new(e.size),
+            }),
+        })
+        .collect();
+    Ok(device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("wgpu-posenc pair pass"),
+        layout,
+        entries: &entries,
+    }))
+}
+
+/// Do windows `(offset, size)` meet?
+pub(crate) fn overlap(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.0 + b.1 && b.0 < a.0 + a.1
+}

@@ -1,0 +1,955 @@
+//! WebGPU's rules, checked by the implementation that enforces them.
+//!
+//! Real calls of every f32 and bf16 variant family run here on wgpu (and are compared with
+//! the reference) while `wgpu_posenc::capture` records what they dispatch: the shader, its
+//! override constants, every bind group entry, the workgroups, and the contents of every
+//! buffer they read. Then:
+//!
+//! - `every_bind_group_keeps_webgpu_rules` checks every recorded bind group against
+//!   WebGPU's binding rules (written here from the specification, not from the crate's own
+//!   check): no two writable windows of one buffer overlap, no buffer is bound writable and
+//!   read-only at once, offsets are aligned to WebGPU's 256 bytes;
+//! - `dawn_replays_every_variant_family` replays the recording on Dawn, the WebGPU of Chrome
+//!   (`tests/dawn/replay.mjs`, npm package `webgpu` on the SwiftShader Vulkan driver), which
+//!   validates each dispatch and compares its results with the reference's.
+//!
+//! Needs (installed by `.ci/run`): `npm ci --prefix tests/dawn`, and Chromium's SwiftShader
+//! (`apt-get install -y chromium libvulkan1`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use common::{Rng, ctx, guarded_input, poison, widen};
+use half::bf16;
+use serde_json::json;
+use wgpu::util::DeviceExt;
+use wgpu_posenc::capture::{Capture, CapturedPass};
+use wgpu_posenc::{
+    ArrayView, CosSinCache, Dtype, HostPositions, Layout, PairLayout, PosEnc, Positions, RopeCall,
+    RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+};
+
+/// WebGPU's default `minStorageBufferOffsetAlignment` (and Dawn's on SwiftShader).
+const WEBGPU_ALIGN: u64 = 256;
+
+/// How the elements of a checked buffer are stored.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    F32,
+    Bf16,
+    U32,
+}
+
+/// A buffer a call writes, with what it must hold after: `expected[i]` per element, and
+/// the initial contents where the reference left an element as it was.
+struct Check {
+    buffer: wgpu::Buffer,
+    kind: Kind,
+    initial: Vec<u8>,
+    expected: Vec<f64>,
+}
+
+/// One recorded call: what it dispatched and what its buffers must hold after.
+struct Call {
+    name: String,
+    passes: Vec<CapturedPass>,
+    checks: Vec<Check>,
+}
+
+/// The context under capture, and the calls recorded so far.
+struct Recorder {
+    ctx: PosEnc,
+    capture: Capture,
+    calls: Vec<Call>,
+}
+
+impl Recorder {
+    fn new(base: &PosEnc) -> Self {
+        let capture = Capture::new();
+        let ctx = base
+            .clone()
+            .with_storage_offset_alignment(WEBGPU_ALIGN)
+            .with_capture(&capture);
+        Self {
+            ctx,
+            capture,
+            calls: Vec::new(),
+        }
+    }
+
+    fn bytes(&self, contents: &[u8]) -> wgpu::Buffer {
+        let mut padded = contents.to_vec();
+        padded.resize(contents.len().next_multiple_of(4).max(4), 0);
+        let buffer = self
+            .ctx
+            .device()
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("dawn check data"),
+                contents: &padded,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+            });
+        self.capture.note_buffer(&buffer, &padded);
+        buffer
+    }
+
+    fn f32(&self, data: &[f32]) -> wgpu::Buffer {
+        self.bytes(bytemuck::cast_slice(data))
+    }
+
+    fn u32(&self, data: &[u32]) -> wgpu::Buffer {
+        self.bytes(bytemuck::cast_slice(data))
+    }
+
+    fn u16(&self, data: &[u16]) -> wgpu::Buffer {
+        self.bytes(bytemuck::cast_slice(data))
+    }
+
+    /// An f32 check: `expected` from the reference on `initial`.
+    fn check_f32(&self, buffer: &wgpu::Buffer, initial: &[f32], expected: Vec<f64>) -> Check {
+        Check {
+            buffer: buffer.clone(),
+            kind: Kind::F32,
+            initial: bytemuck::cast_slice(initial).to_vec(),
+            expected,
+        }
+    }
+
+    fn check_bf16(&self, buffer: &wgpu::Buffer, initial: &[u16], expected: Vec<f64>) -> Check {
+        let mut bytes: Vec<u8> = bytemuck::cast_slice(initial).to_vec();
+        // The buffer holds whole words: the padding must stay as it was (zero).
+        bytes.resize(bytes.len().next_multiple_of(4), 0);
+        Check {
+            buffer: buffer.clone(),
+            kind: Kind::Bf16,
+            initial: bytes,
+            expected,
+        }
+    }
+
+    /// Records `encode` as one call: runs it on wgpu, compares each checked buffer with the
+    /// reference there, and keeps what it dispatched.
+    fn call(
+        &mut self,
+        name: &str,
+        encode: impl FnOnce(&PosEnc, &mut wgpu::CommandEncoder) -> wgpu_posenc::Result<()>,
+        checks: Vec<Check>,
+    ) {
+        let device = self.ctx.device();
+        let mut encoder = device.create_command_encoder(&Default::default());
+        encode(&self.ctx, &mut encoder).unwrap_or_else(|e| panic!("{name}: {e}"));
+        self.ctx.queue().submit([encoder.finish()]);
+        for check in &checks {
+            let got = read_bytes(&self.ctx, &check.buffer);
+            let mismatches = compare(check, &got);
+            assert!(mismatches.is_empty(), "{name} on wgpu: {mismatches:?}");
+        }
+        let passes = self.capture.take_passes();
+        assert!(!passes.is_empty(), "{name}: nothing dispatched");
+        self.calls.push(Call {
+            name: name.to_string(),
+            passes,
+            checks,
+        });
+    }
+}
+
+fn read_bytes(ctx: &PosEnc, buffer: &wgpu::Buffer) -> Vec<u8> {
+    let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("dawn check readback"),
+        size: buffer.size(),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = ctx.device().create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, buffer.size());
+    ctx.queue().submit([encoder.finish()]);
+    let slice = staging.slice(..);
+    slice.map_async(wgpu::MapMode::Read, |r| r.expect("map"));
+    ctx.device()
+        .poll(wgpu::PollType::wait_indefinitely())
+        .expect("poll");
+    let out = slice.get_mapped_range().expect("mapped").to_vec();
+    staging.unmap();
+    out
+}
+
+/// Element size, value, and the stored form of a value of a kind.
+type Element = (usize, fn(&[u8]) -> f64, fn(f64) -> Vec<u8>);
+
+fn element(kind: Kind) -> Element {
+    match kind {
+        Kind::F32 => (
+            4,
+            |b| f64::from(f32::from_le_bytes(b.try_into().expect("4 bytes"))),
+            |v| (v as f32).to_le_bytes().to_vec(),
+        ),
+        Kind::Bf16 => (
+            2,
+            |b| f64::from(bf16::from_bits(u16::from_le_bytes(b.try_into().expect("2"))).to_f32()),
+            |v| bf16::from_f64(v).to_bits().to_le_bytes().to_vec(),
+        ),
+        Kind::U32 => (
+            4,
+            |b| f64::from(u32::from_le_bytes(b.try_into().expect("4 bytes"))),
+            |v| (v as u32).to_le_bytes().to_vec(),
+        ),
+    }
+}
+
+/// Tolerance `(abs, rel)` of a computed element: the f32 contract, or one bf16 rounding of
+/// each side.
+fn tolerance(kind: Kind) -> (f64, f64) {
+    match kind {
+        Kind::F32 => (1e-6, 0.0),
+        Kind::Bf16 => (2e-6, 1.0 / 128.0),
+        Kind::U32 => (0.0, 0.0),
+    }
+}
+
+/// Per element of a check: `Some(value)` where the reference computed it, `None` where
+/// the element must be as it was.
+fn computed(check: &Check) -> Vec<Option<f64>> {
+    let (size, value, _) = element(check.kind);
+    check
+        .expected
+        .iter()
+        .enumerate()
+        .map(|(i, &e)| {
+            let before = value(&check.initial[i * size..(i + 1) * size]);
+            (e.to_bits() != before.to_bits()).then_some(e)
+        })
+        .collect()
+}
+
+/// Mismatches of `got` (the whole buffer) against a check, at most 5.
+fn compare(check: &Check, got: &[u8]) -> Vec<String> {
+    let (size, value, _) = element(check.kind);
+    let (abs, rel) = tolerance(check.kind);
+    let mut out = Vec::new();
+    for (i, want) in computed(check).into_iter().enumerate() {
+        let g = &got[i * size..(i + 1) * size];
+        let ok = match want {
+            None => g == &check.initial[i * size..(i + 1) * size],
+            Some(e) => (value(g) - e).abs() <= abs + rel * e.abs(),
+        };
+        if !ok && out.len() < 5 {
+            out.push(format!("element {i}: got {}, want {want:?}", value(g)));
+        }
+    }
+    let tail = check.expected.len() * size;
+    if got[tail..] != check.initial[tail..] && out.len() < 5 {
+        out.push("padding after the last element changed".to_string());
+    }
+    out
+}
+
+/// The reference's f64 view of 16-bit input.
+fn widen_bf16(x: &[u16]) -> Vec<f64> {
+    x.iter()
+        .map(|&v| f64::from(bf16::from_bits(v).to_f32()))
+        .collect()
+}
+
+fn to_bf16(x: &[f32]) -> Vec<u16> {
+    x.iter().map(|&v| bf16::from_f32(v).to_bits()).collect()
+}
+
+/// GPU buffers of host positions, and the positions over them.
+struct GpuPositions {
+    first: Option<wgpu::Buffer>,
+    second: Option<wgpu::Buffer>,
+}
+
+impl GpuPositions {
+    fn new(rec: &Recorder, host: &HostPositions<'_>) -> Self {
+        let (first, second) = match *host {
+            HostPositions::Start(_) => (None, None),
+            HostPositions::BatchStarts(v) | HostPositions::Ids(v) | HostPositions::Axes(v) => {
+                (Some(rec.u32(v)), None)
+            }
+            HostPositions::Varlen {
+                cu_seqlens,
+                offsets,
+            } => (Some(rec.u32(cu_seqlens)), offsets.map(|o| rec.u32(o))),
+        };
+        Self { first, second }
+    }
+
+    fn positions(&self, host: &HostPositions<'_>) -> Positions<'_> {
+        let first = || ArrayView::new(self.first.as_ref().expect("uploaded"));
+        match *host {
+            HostPositions::Start(p) => Positions::Start(p),
+            HostPositions::BatchStarts(_) => Positions::BatchStarts(first()),
+            HostPositions::Ids(_) => Positions::Ids(first()),
+            HostPositions::Axes(_) => Positions::Axes(first()),
+            HostPositions::Varlen { cu_seqlens, .. } => Positions::Varlen {
+                cu_seqlens: first(),
+                num_seqs: cu_seqlens.len() as u32 - 1,
+                offsets: self.second.as_ref().map(ArrayView::new),
+            },
+        }
+    }
+}
+
+/// RoPE in place over one tensor of `dtype` (F32 or BF16).
+fn rope(
+    rec: &mut Recorder,
+    name: &str,
+    spec: &RopeSpec,
+    layout: Layout,
+    dtype: Dtype,
+    host: HostPositions<'_>,
+    rng: &mut Rng,
+) {
+    let input = guarded_input(rng, &layout, 11);
+    let gpu = GpuPositions::new(rec, &host);
+    let (buffer, check) = match dtype {
+        Dtype::BF16 => {
+            let data = to_bf16(&input);
+            let mut expected = widen_bf16(&data);
+            reference::rope(spec, &layout, &mut expected, host);
+            let buffer = rec.u16(&data);
+            let check = rec.check_bf16(&buffer, &data, expected);
+            (buffer, check)
+        }
+        _ => {
+            let mut expected = widen(&input);
+            reference::rope(spec, &layout, &mut expected, host);
+            let buffer = rec.f32(&input);
+            let check = rec.check_f32(&buffer, &input, expected);
+            (buffer, check)
+        }
+    };
+    rec.call(
+        name,
+        |ctx, encoder| {
+            let view = TensorView::new(&buffer, layout).with_dtype(dtype);
+            ctx.encode_rope(encoder, spec, &view, gpu.positions(&host))
+                .map(drop)
+        },
+        vec![check],
+    );
+}
+
+/// Q and K in one call: two buffers, or two views of one packed QKV buffer.
+fn rope_qk(rec: &mut Recorder, name: &str, packed: bool, dtype: Dtype, rng: &mut Rng) {
+    let spec = RopeSpec::new()
+        .base(500_000.0)
+        .scaling(Scaling::llama3())
+        .pair_layout(PairLayout::HalfSplit);
+    let (t, hq, hkv, d) = (19u64, 4u64, 2u64, 64u64);
+    let host = HostPositions::Start(4090);
+    let (q_layout, k_layout) = if packed {
+        let row = (hq + 2 * hkv) * d;
+        (
+            Layout::strided([1, hq, t, d], [0, d, row]),
+            Layout::strided([1, hkv, t, d], [0, d, row]).with_offset(hq * d),
+        )
+    } else {
+        (Layout::bshd([1, hq, t, d]), Layout::bshd([1, hkv, t, d]))
+    };
+    let whole = |l: &Layout| l.end().expect("valid") as usize;
+    let mut q_in: Vec<f32> = (0..whole(&q_layout).max(whole(&k_layout)) + 64)
+        .map(poison)
+        .collect();
+    let k_in = if packed {
+        Vec::new()
+    } else {
+        guarded_input(rng, &k_layout, 17)
+    };
+    // Random values at every element of Q (and, packed, of K and V).
+    for v in q_in.iter_mut().take(if packed {
+        (t * (hq + 2 * hkv) * d) as usize
+    } else {
+        whole(&q_layout)
+    }) {
+        *v = rng.value();
+    }
+    let mut expected_q = widen(&q_in);
+    reference::rope(&spec, &q_layout, &mut expected_q, host);
+    let expected_k = if packed {
+        reference::rope(&spec, &k_layout, &mut expected_q, host);
+        Vec::new()
+    } else {
+        let mut e = widen(&k_in);
+        reference::rope(&spec, &k_layout, &mut e, host);
+        e
+    };
+    let gpu = GpuPositions::new(rec, &host);
+    let (q_buf, k_buf, checks) = if dtype == Dtype::BF16 {
+        let q16 = to_bf16(&q_in);
+        let k16 = to_bf16(&k_in);
+        let mut eq = widen_bf16(&q16);
+        reference::rope(&spec, &q_layout, &mut eq, host);
+        let mut ek = widen_bf16(&k16);
+        if packed {
+            reference::rope(&spec, &k_layout, &mut eq, host);
+        } else {
+            reference::rope(&spec, &k_layout, &mut ek, host);
+        }
+        let qb = rec.u16(&q16);
+        let kb = (!packed).then(|| rec.u16(&k16));
+        let mut checks = vec![rec.check_bf16(&qb, &q16, eq)];
+        if let Some(kb) = &kb {
+            checks.push(rec.check_bf16(kb, &k16, ek));
+        }
+        (qb, kb, checks)
+    } else {
+        let qb = rec.f32(&q_in);
+        let kb = (!packed).then(|| rec.f32(&k_in));
+        let mut checks = vec![rec.check_f32(&qb, &q_in, expected_q)];
+        if let Some(kb) = &kb {
+            checks.push(rec.check_f32(kb, &k_in, expected_k));
+        }
+        (qb, kb, checks)
+    };
+    rec.call(
+        name,
+        |ctx, encoder| {
+            let q = TensorView::new(&q_buf, q_layout).with_dtype(dtype);
+            let k = TensorView::new(k_buf.as_ref().unwrap_or(&q_buf), k_layout).with_dtype(dtype);
+            let report = ctx.encode_rope_qk(encoder, &spec, &q, &k, gpu.positions(&host))?;
+            assert_eq!(report.dispatches, 1, "{name}: Q and K in one dispatch");
+            Ok(())
+        },
+        checks,
+    );
+}
+
+/// Out of place: into another buffer, or into the same buffer right after the source.
+fn rope_out_of_place(rec: &mut Recorder, name: &str, same_buffer: bool, rng: &mut Rng) {
+    let spec = RopeSpec::new().rotary_dim(32).base(10_000.0);
+    let src_layout = Layout::bshd([1, 3, 21, 48]);
+    let n = src_layout.end().expect("valid");
+    let dst_layout = if same_buffer {
+        Layout::bhsd([1, 3, 21, 48]).with_offset(n + 4)
+    } else {
+        Layout::bhsd([1, 3, 21, 48]).with_offset(8)
+    };
+    let host = HostPositions::Start(7);
+    let mut src = guarded_input(rng, &src_layout, 0);
+    let mut expected_dst;
+    let checks;
+    let (src_buf, dst_buf) = if same_buffer {
+        src.resize((dst_layout.end().expect("valid") + 9) as usize, 0.0);
+        for (i, v) in src.iter_mut().enumerate().skip(n as usize) {
+            *v = poison(i);
+        }
+        let s = widen(&src);
+        expected_dst = s.clone();
+        reference::rope_out(
+            &spec,
+            &src_layout,
+            &s,
+            &dst_layout,
+            &mut expected_dst,
+            host,
+            None,
+        );
+        let b = rec.f32(&src);
+        checks = vec![rec.check_f32(&b, &src, expected_dst)];
+        (b.clone(), b)
+    } else {
+        let dst: Vec<f32> = (0..dst_layout.end().expect("valid") as usize + 9)
+            .map(poison)
+            .collect();
+        expected_dst = widen(&dst);
+        reference::rope_out(
+            &spec,
+            &src_layout,
+            &widen(&src),
+            &dst_layout,
+            &mut expected_dst,
+            host,
+            None,
+        );
+        let (sb, db) = (rec.f32(&src), rec.f32(&dst));
+        checks = vec![
+            rec.check_f32(&db, &dst, expected_dst),
+            rec.check_f32(&sb, &src, widen(&src)),
+        ];
+        (sb, db)
+    };
+    rec.call(
+        name,
+        |ctx, encoder| {
+            let call = RopeCall::new(TensorView::new(&src_buf, src_layout), host_start(&host))
+                .with_output(TensorView::new(&dst_buf, dst_layout));
+            ctx.encode_rope_call(encoder, &spec, &call).map(drop)
+        },
+        checks,
+    );
+}
+
+fn host_start(host: &HostPositions<'_>) -> Positions<'static> {
+    match *host {
+        HostPositions::Start(p) => Positions::Start(p),
+        _ => unreachable!("a start"),
+    }
+}
+
+/// RoPE with angles from a vLLM-style cos/sin cache, at ids past its end (clamped, flagged).
+fn rope_cache(rec: &mut Recorder, rng: &mut Rng) {
+    let (max_pos, r) = (64u64, 32u64);
+    let spec = RopeSpec::new();
+    let layout = Layout::bshd([1, 2, 9, 32]);
+    let mut cache = vec![0f32; (max_pos * r) as usize];
+    for p in 0..max_pos {
+        for (j, f) in reference::inv_freq(r, 10_000.0).iter().enumerate() {
+            let (s, c) = reference::sincos(p as u32, *f);
+            cache[(p * r) as usize + j] = c as f32;
+            cache[(p * r + r / 2) as usize + j] = s as f32;
+        }
+    }
+    let ids: Vec<u32> = (0..9).map(|i| (i * 9) as u32 % 80).collect();
+    let clamped: Vec<u32> = ids.iter().map(|&p| p.min(max_pos as u32 - 1)).collect();
+    let input = guarded_input(rng, &layout, 5);
+    let mut expected = widen(&input);
+    let table = reference::HostCache {
+        values: &cache,
+        max_pos,
+        row_stride: r,
+        cos_offset: 0,
+        sin_offset: r / 2,
+    };
+    reference::rope_out(
+        &spec,
+        &layout,
+        &widen(&input),
+        &layout,
+        &mut expected,
+        HostPositions::Ids(&clamped),
+        Some(&table),
+    );
+    let (x, cache_buf, ids_buf) = (rec.f32(&input), rec.f32(&cache), rec.u32(&ids));
+    let flag = rec.u32(&[0, 0, 0, 0]);
+    let checks = vec![
+        rec.check_f32(&x, &input, expected),
+        Check {
+            buffer: flag.clone(),
+            kind: Kind::U32,
+            initial: vec![0; 16],
+            expected: vec![1.0, 0.0, 0.0, 0.0],
+        },
+    ];
+    rec.call(
+        "rope, vLLM cos/sin cache, ids past the cache (clamped and flagged)",
+        |ctx, encoder| {
+            let cache =
+                CosSinCache::vllm(&cache_buf, max_pos, r).with_overflow_flag(ArrayView::new(&flag));
+            let call = RopeCall::new(
+                TensorView::new(&x, layout),
+                Positions::Ids(ArrayView::new(&ids_buf)),
+            )
+            .with_cache(cache);
+            ctx.encode_rope_call(encoder, &spec, &call).map(drop)
+        },
+        checks,
+    );
+}
+
+fn sinusoidal(rec: &mut Recorder, rng: &mut Rng) {
+    for (layout, name) in [
+        (SinusoidalLayout::Interleaved, "interleaved"),
+        (SinusoidalLayout::Concatenated, "concatenated"),
+    ] {
+        let spec = SinusoidalSpec::new(96).layout(layout);
+        let table_layout = Layout::rows(37, 96).with_offset(4);
+        let initial: Vec<f32> = (0..table_layout.end().expect("valid") as usize + 7)
+            .map(poison)
+            .collect();
+        let mut expected = widen(&initial);
+        let rows = reference::sinusoidal_table(&spec, 37, 1000);
+        expected[4..4 + rows.len()].copy_from_slice(&rows);
+        let buffer = rec.f32(&initial);
+        let check = rec.check_f32(&buffer, &initial, expected);
+        rec.call(
+            &format!("sinusoidal table, {name}"),
+            |ctx, encoder| {
+                let view = TensorView::new(&buffer, table_layout);
+                ctx.encode_sinusoidal_table(encoder, &spec, &view, 1000)
+                    .map(drop)
+            },
+            vec![check],
+        );
+    }
+    // Fused add at per-token ids with a padding index, f32 and bf16.
+    let spec = SinusoidalSpec::new(64).padding_idx(1);
+    let layout = Layout::bsd(2, 13, 64);
+    let ids: Vec<u32> = (0..26)
+        .map(|i| if i % 5 == 0 { 1 } else { 2 + i * 3 })
+        .collect();
+    let host = HostPositions::Ids(&ids);
+    for dtype in [Dtype::F32, Dtype::BF16] {
+        let input = guarded_input(rng, &layout, 9);
+        let gpu = GpuPositions::new(rec, &host);
+        let (buffer, check) = if dtype == Dtype::BF16 {
+            let data = to_bf16(&input);
+            let mut expected = widen_bf16(&data);
+            reference::sinusoidal_add(&spec, &layout, &mut expected, host, 8.0);
+            let b = rec.u16(&data);
+            let c = rec.check_bf16(&b, &data, expected);
+            (b, c)
+        } else {
+            let mut expected = widen(&input);
+            reference::sinusoidal_add(&spec, &layout, &mut expected, host, 8.0);
+            let b = rec.f32(&input);
+            let c = rec.check_f32(&b, &input, expected);
+            (b, c)
+        };
+        rec.call(
+            &format!("sinusoidal add, ids with padding, {dtype:?}"),
+            |ctx, encoder| {
+                let view = TensorView::new(&buffer, layout).with_dtype(dtype);
+                ctx.encode_sinusoidal_add(encoder, &spec, &view, gpu.positions(&host), 8.0)
+                    .map(drop)
+            },
+            vec![check],
+        );
+    }
+}
+
+/// Every variant family, recorded once per test binary.
+fn recorded() -> &'static Recorder {
+    static RECORDED: OnceLock<Recorder> = OnceLock::new();
+    RECORDED.get_or_init(|| {
+        let mut rec = Recorder::new(ctx());
+        let mut rng = Rng::new(0xda3e);
+        let yarn = RopeSpec::new()
+            .base(1_000_000.0)
+            .scaling(Scaling::yarn(4.0, 32_768));
+        let starts = [3u32, 9000];
+        let ids: Vec<u32> = (0..2 * 23).map(|i| (i * 977 + 13) % 200_000).collect();
+        let cu = [0u32, 5, 5, 17, 30];
+        let offsets = [100u32, 0, 7, 65_000];
+        let axes: Vec<u32> = (0..3 * 2 * 11).map(|i| (i * 37) % 3000).collect();
+        let f32_cases: Vec<(&str, RopeSpec, Layout, HostPositions<'_>)> = vec![
+            (
+                "rope BHSD interleaved vec4",
+                RopeSpec::new().pair_layout(PairLayout::Interleaved),
+                Layout::bhsd([2, 3, 17, 64]),
+                HostPositions::Start(5),
+            ),
+            (
+                "rope BSHD half-split vec4, YaRN",
+                yarn,
+                Layout::bshd([1, 4, 29, 128]),
+                HostPositions::Start(40_000),
+            ),
+            (
+                "rope scalar, odd offset, partial rotary, inverse",
+                RopeSpec::new().rotary_dim(6).inverse(true),
+                Layout::bhsd([1, 2, 9, 10]).with_offset(3),
+                HostPositions::Start(77),
+            ),
+            (
+                "rope per-row starts",
+                RopeSpec::new(),
+                Layout::bshd([2, 2, 15, 32]),
+                HostPositions::BatchStarts(&starts),
+            ),
+            (
+                "rope ids",
+                RopeSpec::new().pair_layout(PairLayout::Interleaved),
+                Layout::bhsd([2, 3, 23, 16]),
+                HostPositions::Ids(&ids),
+            ),
+            (
+                "rope varlen with offsets",
+                RopeSpec::new(),
+                Layout::bshd([1, 2, 30, 32]),
+                HostPositions::Varlen {
+                    cu_seqlens: &cu,
+                    offsets: Some(&offsets),
+                },
+            ),
+            (
+                "rope varlen",
+                RopeSpec::new().pair_layout(PairLayout::Interleaved),
+                Layout::bshd([1, 3, 30, 8]),
+                HostPositions::Varlen {
+                    cu_seqlens: &cu,
+                    offsets: None,
+                },
+            ),
+            (
+                "rope M-RoPE sections (Qwen2-VL)",
+                RopeSpec::new().mrope([4, 6, 6], false),
+                Layout::bshd([2, 2, 11, 32]),
+                HostPositions::Axes(&axes),
+            ),
+            (
+                "rope M-RoPE interleaved (Qwen3-VL)",
+                RopeSpec::new().mrope([6, 5, 5], true),
+                Layout::bhsd([2, 1, 11, 32]),
+                HostPositions::Axes(&axes),
+            ),
+        ];
+        for (name, spec, layout, host) in &f32_cases {
+            rope(&mut rec, name, spec, *layout, Dtype::F32, *host, &mut rng);
+        }
+        for (name, spec, layout, host) in &f32_cases[..5] {
+            let name = format!("{name}, bf16");
+            rope(&mut rec, &name, spec, *layout, Dtype::BF16, *host, &mut rng);
+        }
+        // Blocks: a binding cap that cuts the view along tokens (per-row starts past the
+        // first block) and along heads (head blocks dispatched in pairs).
+        let capped = rec.ctx.clone().with_max_binding_size(16 << 10);
+        let base = std::mem::replace(&mut rec.ctx, capped);
+        rope(
+            &mut rec,
+            "rope per-row starts, cut into token blocks",
+            &RopeSpec::new(),
+            Layout::bshd([2, 2, 150, 32]),
+            Dtype::F32,
+            HostPositions::BatchStarts(&starts),
+            &mut rng,
+        );
+        rope(
+            &mut rec,
+            "rope BHSD cut into head blocks, paired",
+            &RopeSpec::new().pair_layout(PairLayout::Interleaved),
+            Layout::bhsd([1, 6, 40, 32]),
+            Dtype::F32,
+            HostPositions::Start(3),
+            &mut rng,
+        );
+        rec.ctx = base;
+        for (packed, dtype, name) in [
+            (false, Dtype::F32, "rope Q+K, GQA, two buffers"),
+            (
+                true,
+                Dtype::F32,
+                "rope Q+K, GQA, views of one packed QKV buffer",
+            ),
+            (true, Dtype::BF16, "rope Q+K, packed QKV, bf16"),
+        ] {
+            rope_qk(&mut rec, name, packed, dtype, &mut rng);
+        }
+        rope_out_of_place(&mut rec, "rope out of place, two buffers", false, &mut rng);
+        rope_out_of_place(
+            &mut rec,
+            "rope out of place, output right after the source in one buffer",
+            true,
+            &mut rng,
+        );
+        rope_cache(&mut rec, &mut rng);
+        sinusoidal(&mut rec, &mut rng);
+        rec
+    })
+}
+
+/// WebGPU's rules for the entries of one bind group, from the specification: "Writable
+/// storage buffer binding aliasing", the usage scope rule (a buffer is either used
+/// writable or read-only within one dispatch), and offset alignment.
+fn rule_violations(rec: &Recorder) -> Vec<String> {
+    let mut out = Vec::new();
+    for call in &rec.calls {
+        for (p, pass) in call.passes.iter().enumerate() {
+            for (k, dispatch) in pass.dispatches.iter().enumerate() {
+                let at = format!("{}: pass {p} dispatch {k}", call.name);
+                let b = &dispatch.bindings;
+                for e in b {
+                    let size = rec.capture.buffer(e.buffer).expect("known").0.size();
+                    if !e.offset.is_multiple_of(WEBGPU_ALIGN)
+                        || !e.size.is_multiple_of(4)
+                        || e.offset + e.size > size
+                    {
+                        out.push(format!("{at}: binding {} window {e:?}", e.binding));
+                    }
+                }
+                for (i, x) in b.iter().enumerate() {
+                    for y in &b[i + 1..] {
+                        if x.buffer != y.buffer || (!x.writable && !y.writable) {
+                            continue;
+                        }
+                        let overlap = x.offset < y.offset + y.size && y.offset < x.offset + x.size;
+                        if overlap || x.writable != y.writable {
+                            out.push(format!(
+                                "{at}: bindings {} and {} of buffer {} ({x:?}, {y:?})",
+                                x.binding, y.binding, x.buffer
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_bind_group_keeps_webgpu_rules() {
+    let rec = recorded();
+    let violations = rule_violations(rec);
+    assert!(
+        violations.is_empty(),
+        "{} violations, first: {:#?}",
+        violations.len(),
+        &violations[..violations.len().min(5)]
+    );
+    eprintln!("{} calls, every bind group valid", rec.calls.len());
+}
+
+/// Writes the recording in the format of `tests/dawn/README.md`.
+fn write_capture(rec: &Recorder, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut pipelines: Vec<(String, String)> = Vec::new();
+    let mut calls = Vec::new();
+    for (c, call) in rec.calls.iter().enumerate() {
+        let mut used: Vec<usize> = call
+            .passes
+            .iter()
+            .flat_map(|p| &p.dispatches)
+            .flat_map(|d| d.bindings.iter().map(|b| b.buffer))
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        let mut buffers = Vec::new();
+        for &i in &used {
+            let (buffer, contents) = rec.capture.buffer(i).expect("known");
+            let contents = contents.unwrap_or_else(|| panic!("{}: buffer {i} unnoted", call.name));
+            let file = format!("c{c}_b{i}.bin");
+            std::fs::write(dir.join(&file), &contents)?;
+            buffers.push(json!({"id": i, "size": buffer.size(), "init": file}));
+        }
+        let passes: Vec<_> = call
+            .passes
+            .iter()
+            .map(|pass| {
+                let dispatches: Vec<_> = pass
+                    .dispatches
+                    .iter()
+                    .map(|d| {
+                        let constants: serde_json::Map<String, serde_json::Value> = d
+                            .constants
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), json!(v)))
+                            .collect();
+                        let constants = serde_json::Value::Object(constants).to_string();
+                        let key = (d.source.clone(), constants.clone());
+                        let index = match pipelines.iter().position(|p| *p == key) {
+                            Some(i) => i,
+                            None => {
+                                pipelines.push(key);
+                                pipelines.len() - 1
+                            }
+                        };
+                        let bindings: Vec<_> = d
+                            .bindings
+                            .iter()
+                            .map(|b| {
+                                json!({"binding": b.binding, "buffer": b.buffer,
+                                       "offset": b.offset, "size": b.size})
+                            })
+                            .collect();
+                        json!({"pipeline": index, "bindings": bindings,
+                               "workgroups": d.workgroups})
+                    })
+                    .collect();
+                json!({ "dispatches": dispatches })
+            })
+            .collect();
+        let mut checks = Vec::new();
+        for (k, check) in call.checks.iter().enumerate() {
+            let index = rec
+                .capture
+                .index(&check.buffer)
+                .expect("checked buffer is bound");
+            let (size, _, store) = element(check.kind);
+            let (abs, rel) = tolerance(check.kind);
+            let mut bytes = check.initial.clone();
+            let mut ranges: Vec<[f64; 4]> = Vec::new();
+            for (i, want) in computed(check).into_iter().enumerate() {
+                if let Some(v) = want {
+                    bytes[i * size..(i + 1) * size].copy_from_slice(&store(v));
+                    match ranges.last_mut() {
+                        Some(r) if r[1] as usize == i => r[1] += 1.0,
+                        _ => ranges.push([i as f64, i as f64 + 1.0, abs, rel]),
+                    }
+                }
+            }
+            let file = format!("c{c}_e{k}.bin");
+            std::fs::write(dir.join(&file), &bytes)?;
+            let dtype = match check.kind {
+                Kind::F32 => "f32",
+                Kind::Bf16 => "bf16",
+                Kind::U32 => "u32",
+            };
+            checks.push(json!({"buffer": index, "expect": file, "dtype": dtype,
+                               "tolerance": ranges}));
+        }
+        calls.push(
+            json!({"name": call.name, "buffers": buffers, "passes": passes,
+                          "checks": checks}),
+        );
+    }
+    let mut pipeline_json = Vec::new();
+    let mut features = Vec::new();
+    for (p, (source, constants)) in pipelines.iter().enumerate() {
+        let file = format!("p{p}.wgsl");
+        std::fs::write(dir.join(&file), source)?;
+        if source.starts_with("enable f16;") && features.is_empty() {
+            features.push("shader-f16");
+        }
+        let constants: serde_json::Value = serde_json::from_str(constants).expect("json");
+        pipeline_json.push(json!({"wgsl": file, "entry": "main", "constants": constants}));
+    }
+    let storage = |binding, read_only: bool| json!({"binding": binding, "type": if read_only { "read-only-storage" } else { "storage" }});
+    let layout = vec![
+        json!({"binding": 0, "type": "uniform"}),
+        storage(1, false),
+        storage(2, true),
+        storage(3, true),
+        storage(4, true),
+        storage(5, false),
+        storage(6, true),
+        storage(7, true),
+        storage(8, false),
+    ];
+    let manifest = json!({"layout": layout, "pipelines": pipeline_json, "features": features,
+                          "calls": calls});
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest).expect("json"),
+    )
+}
+
+#[test]
+fn dawn_replays_every_variant_family() {
+    let rec = recorded();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "dawn-capture-{}",
+        std::env::var("WGPU_BACKEND").unwrap_or_else(|_| "default".into())
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    write_capture(rec, &dir).expect("write the capture");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("bash")
+        .arg(root.join("tests/dawn/run.sh"))
+        .arg(&dir)
+        .current_dir(root)
+        .output()
+        .unwrap_or_else(|e| panic!("running tests/dawn/run.sh: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}");
+    assert!(
+        out.status.success(),
+        "Dawn rejected or miscomputed a call (exit {:?}). Needs `npm ci --prefix tests/dawn` \
+         and Chromium's SwiftShader (`apt-get install -y chromium libvulkan1`); \
+         .ci/run installs both.\n{stdout}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Every recorded call ran there (none skipped: every family here is f32 or bf16).
+    let summary = stdout.lines().rev().find(|l| l.starts_with("replay:"));
+    assert_eq!(
+        summary,
+        Some(format!("replay: {} passed, 0 failed, 0 skipped", rec.calls.len()).as_str()),
+        "{stdout}"
+    );
+}
