@@ -6,22 +6,25 @@
 //! for every u32 position. Integer revolutions drop out of the product, so only the fraction
 //! of `f_j / 2pi` matters.
 
+use crate::dd::Dd;
+
 /// 1 / (2 pi) as an unevaluated sum of two f64 (106 bits).
 const INV_TWO_PI_HI: f64 = 0.159_154_943_091_895_35;
 const INV_TWO_PI_LO: f64 = -9.839_338_337_591_243e-18;
 
-/// `round(f / 2pi * 2^64) mod 2^64` for a finite, non-negative frequency `f` in radians
-/// per position.
+/// `round(f / 2pi * 2^64) mod 2^64` for a finite, non-negative frequency `f = f.hi + f.lo`
+/// (double-double) in radians per position.
 ///
-/// `f / 2pi` is formed in double-double arithmetic (an exact product by fused multiply-add),
-/// so the result is within one unit of the last place of the 64-bit fraction: at position
-/// 2^32 the angle is off by at most 2^-32 revolutions (1.5e-9 rad).
-pub(crate) fn fixed_revolutions(f: f64) -> u64 {
+/// `f / 2pi` is formed in double-double arithmetic (an exact product by fused multiply-add
+/// plus the cross terms), so the result is within a few units of the last place of the
+/// 64-bit fraction for frequencies up to [`MAX_FREQUENCY`]: at position 2^32 the angle is off
+/// by at most about 2^-31 revolutions (3e-9 rad) beyond the frequency's own error.
+pub(crate) fn fixed_revolutions(f: Dd) -> u64 {
     const TWO_64: f64 = 18_446_744_073_709_551_616.0;
-    let p = f * INV_TWO_PI_HI;
-    // Exact: p + e == f * INV_TWO_PI_HI.
-    let e = f.mul_add(INV_TWO_PI_HI, -p);
-    let lo = e + f * INV_TWO_PI_LO;
+    let p = f.hi * INV_TWO_PI_HI;
+    // Exact: p + e == f.hi * INV_TWO_PI_HI.
+    let e = f.hi.mul_add(INV_TWO_PI_HI, -p);
+    let lo = e + (f.hi * INV_TWO_PI_LO + f.lo * INV_TWO_PI_HI);
     // Scaling by 2^64 is exact; split the high part into whole and fractional units
     // (both exact in f64), and fold the low part into the fraction before rounding.
     let hi = p * TWO_64;
@@ -32,11 +35,16 @@ pub(crate) fn fixed_revolutions(f: f64) -> u64 {
     whole.wrapping_add(rest as u64)
 }
 
+/// The largest frequency, in radians per position, whose angles stay within the contract at
+/// every u32 position: above it the double-double product `f / 2pi` no longer pins the
+/// 64-bit fraction (2^40 rad per position: an error of 2^-33 rad at position 2^32).
+pub(crate) const MAX_FREQUENCY: f64 = 1_099_511_627_776.0;
+
 /// Packs frequencies for a kernel that handles `g` pairs per invocation: for each group of
 /// `g` pairs, their `g` low words, their `g` high words, and their `g` M-RoPE axes
 /// (`freq[3 * group]`, `freq[3 * group + 1]`, `freq[3 * group + 2]` in the shader, as `u32`
 /// or `vec4<u32>`).
-pub(crate) fn pack_frequencies(inv_freq: &[f64], axes: &[u32], g: usize) -> Vec<u32> {
+pub(crate) fn pack_frequencies(inv_freq: &[Dd], axes: &[u32], g: usize) -> Vec<u32> {
     debug_assert!(g > 0 && inv_freq.len().is_multiple_of(g) && axes.len() == inv_freq.len());
     let mut words = Vec::with_capacity(inv_freq.len() * 3);
     for (group, axes) in inv_freq.chunks(g).zip(axes.chunks(g)) {
@@ -84,7 +92,7 @@ mod tests {
             } else {
                 (total_hi >> shift) as u64
             };
-            let got = fixed_revolutions(f);
+            let got = fixed_revolutions(Dd::from_f64(f));
             let diff = got.wrapping_sub(exact) as i64;
             assert!(diff.abs() <= 2, "f = {f}: got {got:#x}, exact {exact:#x}");
         }
@@ -92,8 +100,9 @@ mod tests {
 
     #[test]
     fn packing_puts_low_words_first_per_group() {
-        let words = pack_frequencies(&[1.0, 0.5, 0.25, 0.125], &[0, 1, 2, 0], 2);
-        let f: Vec<u64> = [1.0, 0.5, 0.25, 0.125].map(fixed_revolutions).to_vec();
+        let freqs = [1.0, 0.5, 0.25, 0.125].map(Dd::from_f64);
+        let words = pack_frequencies(&freqs, &[0, 1, 2, 0], 2);
+        let f: Vec<u64> = freqs.map(fixed_revolutions).to_vec();
         assert_eq!(
             words,
             vec![

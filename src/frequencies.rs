@@ -14,6 +14,8 @@
 
 use std::f64::consts::PI;
 
+use crate::dd::Dd;
+
 /// Frequency scaling of RoPE (HF transformers `rope_type`).
 ///
 /// Build one by hand, with the helpers ([`Scaling::yarn`], [`Scaling::llama3`]), or, with the
@@ -113,6 +115,13 @@ pub enum Scaling {
 pub struct Frequencies {
     /// Frequency of each pair, radians per position; `rotary_dim / 2` entries.
     pub inv_freq: Vec<f64>,
+    /// What rounding each frequency to f64 dropped: `inv_freq[j] + inv_freq_lo[j]` is the
+    /// frequency to about 1e-32 relative (double-double) where the scaling is a power of the
+    /// base (default, linear, NTK-aware, dynamic NTK, and the unscaled and fully scaled bands
+    /// of Llama 3); 0 where the scaling's formula is only evaluated in f64 (YaRN, LongRoPE,
+    /// Llama 3's blended band). The kernels use both words: at position 2^32 the f64
+    /// rounding alone would move an angle by up to 2.4e-7 rad.
+    pub inv_freq_lo: Vec<f64>,
     /// Factor that multiplies both cos and sin (1 for most scalings).
     ///
     /// This follows HF transformers: its rotary embedding returns `cos * attention_scaling`
@@ -314,10 +323,30 @@ pub enum FrequencyError {
 /// none, and a non-positive or non-finite base gives what `powf` gives. Use
 /// [`Scaling::frequencies`] for checked input.
 pub fn default_inv_freq(rotary_dim: u32, base: f64) -> Vec<f64> {
-    let r = f64::from(rotary_dim);
-    (0..rotary_dim / 2)
-        .map(|j| base.powf(-(2.0 * f64::from(j)) / r))
+    default_inv_freq_dd(rotary_dim, base)
+        .into_iter()
+        .map(|f| f.hi)
         .collect()
+}
+
+/// [`default_inv_freq`] in double-double: `q^j` with `q = base^(-2/r)` formed in
+/// double-double (`crate::dd`), each power one product from the last (the rounding errors
+/// of 2^11 products stay below 1e-28 relative).
+pub(crate) fn default_inv_freq_dd(rotary_dim: u32, base: f64) -> Vec<Dd> {
+    let q = crate::dd::pow_neg_ratio(base, 2, u64::from(rotary_dim));
+    let mut f = Dd::from_f64(1.0);
+    (0..rotary_dim / 2)
+        .map(|_| {
+            let this = f;
+            f = f.mul(q);
+            this
+        })
+        .collect()
+}
+
+/// Splits double-double frequencies into [`Frequencies`] words.
+fn split(f: Vec<Dd>) -> (Vec<f64>, Vec<f64>) {
+    f.into_iter().map(|x| (x.hi, x.lo)).unzip()
 }
 
 /// YaRN's attention-magnitude correction: `0.1 * mscale * ln(scale) + 1`, or 1 when `scale <= 1`.
@@ -562,9 +591,13 @@ impl Scaling {
         self.validate()?;
         let r = f64::from(rotary_dim);
         let half = (rotary_dim / 2) as usize;
-        let unit = |inv_freq: Vec<f64>| Frequencies {
-            inv_freq,
-            attention_factor: 1.0,
+        let unit = |f: Vec<Dd>| {
+            let (inv_freq, inv_freq_lo) = split(f);
+            Frequencies {
+                inv_freq,
+                inv_freq_lo,
+                attention_factor: 1.0,
+            }
         };
         let finite_base = |b: f64| {
             if b.is_finite() {
@@ -589,15 +622,18 @@ impl Scaling {
         };
 
         let out = match self {
-            Scaling::Default => unit(default_inv_freq(rotary_dim, base)),
+            Scaling::Default => unit(default_inv_freq_dd(rotary_dim, base)),
             Scaling::Linear { factor } => {
-                let mut f = default_inv_freq(rotary_dim, base);
-                f.iter_mut().for_each(|x| *x /= factor);
-                unit(f)
+                let f = default_inv_freq_dd(rotary_dim, base);
+                unit(
+                    f.into_iter()
+                        .map(|x| x.div(Dd::from_f64(*factor)))
+                        .collect(),
+                )
             }
             Scaling::NtkAware { factor } => {
                 needs_two_pairs(self.name())?;
-                unit(default_inv_freq(
+                unit(default_inv_freq_dd(
                     rotary_dim,
                     finite_base(base * factor.powf(r / (r - 2.0)))?,
                 ))
@@ -610,12 +646,12 @@ impl Scaling {
                 let orig = *original_max_position_embeddings;
                 if seq_len > orig {
                     let stretch = factor * seq_len as f64 / orig as f64 - (factor - 1.0);
-                    unit(default_inv_freq(
+                    unit(default_inv_freq_dd(
                         rotary_dim,
                         finite_base(base * stretch.powf(r / (r - 2.0)))?,
                     ))
                 } else {
-                    unit(default_inv_freq(rotary_dim, base))
+                    unit(default_inv_freq_dd(rotary_dim, base))
                 }
             }
             Scaling::Yarn {
@@ -666,6 +702,7 @@ impl Scaling {
                     None => yarn_get_mscale(*factor, 1.0),
                 };
                 Frequencies {
+                    inv_freq_lo: vec![0.0; half],
                     inv_freq,
                     attention_factor,
                 }
@@ -679,18 +716,21 @@ impl Scaling {
                 let orig = *original_max_position_embeddings as f64;
                 let low_freq_wavelen = orig / low_freq_factor;
                 let high_freq_wavelen = orig / high_freq_factor;
-                let inv_freq = default_inv_freq(rotary_dim, base)
+                let inv_freq = default_inv_freq_dd(rotary_dim, base)
                     .into_iter()
-                    .map(|f| {
+                    .map(|fd| {
+                        let f = fd.hi;
                         let wavelen = 2.0 * PI / f;
                         if wavelen < high_freq_wavelen {
-                            f
+                            fd
                         } else if wavelen > low_freq_wavelen {
-                            f / factor
+                            fd.div(Dd::from_f64(*factor))
                         } else {
+                            // HF's medium band; empty when the two factors are equal (Llama 4).
                             let smooth = (orig / wavelen - low_freq_factor)
                                 / (high_freq_factor - low_freq_factor);
-                            (1.0 - smooth) * f / factor + smooth * f
+                            let smooth = if smooth.is_finite() { smooth } else { 0.0 };
+                            Dd::from_f64((1.0 - smooth) * f / factor + smooth * f)
                         }
                     })
                     .collect();
@@ -733,6 +773,7 @@ impl Scaling {
                     ),
                 };
                 Frequencies {
+                    inv_freq_lo: vec![0.0; half],
                     inv_freq,
                     attention_factor,
                 }
@@ -1338,11 +1379,11 @@ mod tests {
     fn default_inv_freq_is_the_documented_expression() {
         let f = default_inv_freq(128, 10_000.0);
         assert_eq!(f.len(), 64);
+        // The double-double value rounded to f64: within one ulp of libm's powf (which
+        // need not be correctly rounded).
         for (j, x) in f.iter().enumerate() {
-            assert_eq!(
-                x.to_bits(),
-                10_000f64.powf(-(2.0 * j as f64) / 128.0).to_bits()
-            );
+            let p = 10_000f64.powf(-(2.0 * j as f64) / 128.0);
+            assert!((x - p).abs() <= f64::EPSILON * p, "{j}: {x} vs {p}");
         }
         assert_eq!(f[0], 1.0);
         assert!(default_inv_freq(0, 10_000.0).is_empty());

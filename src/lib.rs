@@ -27,6 +27,7 @@ mod angle;
 #[cfg(feature = "capture")]
 pub mod capture;
 mod context;
+mod dd;
 mod error;
 pub mod frequencies;
 mod host;
@@ -41,5 +42,5 @@ pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Scaling};
 pub use kernels::pass::EncodeReport;
 pub use kernels::rope::RopeCall;
-pub use spec::{Dtype, MRope, PairLayout, RopeSpec, SinusoidalLayout, SinusoidalSpec};
+pub use spec::{Dtype, MRope, PairLayout, RopeSpec, SinusoidalLayout, SinusoidalSpec, Timescales};
 pub use tensor::{ArrayView, CosSinCache, HostPositions, Layout, Positions, TensorView};

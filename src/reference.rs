@@ -19,16 +19,38 @@ const TWO_PI_LO: f64 = -5.989_539_619_436_679e-33;
 /// about 1e-15 for every u32 position, where forming `position * freq` in f64 alone would
 /// be off by up to 5e-7 radians at position 2^32.
 pub fn sincos(position: u32, freq: f64) -> (f64, f64) {
+    sincos_exact(position, freq, 0.0)
+}
+
+/// `(sin, cos)` of `position * (freq + freq_lo)` radians, the frequency given as an
+/// unevaluated sum (double-double, as [`inv_freq_exact`] returns it), reduced as in
+/// [`sincos`]: within about 1e-15 of the real-number value at every u32 position.
+pub fn sincos_exact(position: u32, freq: f64, freq_lo: f64) -> (f64, f64) {
     let p = f64::from(position);
-    // a + b == p * freq exactly.
+    // a + b == p * freq exactly; c = p * freq_lo (below 2^-20: its rounding is far below
+    // anything that matters).
     let a = p * freq;
     let b = p.mul_add(freq, -a);
+    let c = p * freq_lo;
     // a - k 2pi, one rounding per step; k < 2^34, so k * TWO_PI_LO < 1e-22.
     let k = (a / TWO_PI_HI).round();
     let r = (-k).mul_add(TWO_PI_HI, a);
     let r = (-k).mul_add(TWO_PI_MID, r);
-    let r = r + (b - k * TWO_PI_LO);
+    let r = r + ((b + c) - k * TWO_PI_LO);
     r.sin_cos()
+}
+
+/// `base^(-2j/dim)` for `j` in `0..dim/2` as double-double `(hi, lo)` pairs: each power
+/// on its own, `exp(-(2j/dim) ln(base))` (the kernels' host builders take successive
+/// products instead).
+pub fn inv_freq_exact(dim: u64, base: f64) -> Vec<(f64, f64)> {
+    let l = crate::dd::Dd::from_f64(base).ln();
+    (0..dim / 2)
+        .map(|j| {
+            let f = crate::dd::exp_neg_ratio(l, 2 * j, dim);
+            (f.hi, f.lo)
+        })
+        .collect()
 }
 
 /// Unscaled RoPE / sinusoidal frequencies `base^(-2j/dim)`, `j` in `0..dim/2`.
@@ -102,11 +124,11 @@ pub fn rope_out(
             for h in 0..nh {
                 let from = row_start(src_layout, b, h, s) as usize;
                 let to = row_start(dst_layout, b, h, s) as usize;
-                for (j, &f) in freqs.iter().enumerate() {
+                for (j, &(f, f_lo)) in freqs.iter().enumerate() {
                     let p = positions.position(nb, ns, b, s, u64::from(axes[j]));
                     let (sin, cos) = match cache {
                         None => {
-                            let (sin, cos) = sincos(p, f);
+                            let (sin, cos) = sincos_exact(p, f, f_lo);
                             (sin * factor, cos * factor)
                         }
                         Some(c) => {
@@ -134,30 +156,45 @@ pub fn rope_out(
 
 /// The frequencies and attention factor of a RoPE spec: the default computed here, scaled
 /// ones from the host builders (which are tested against published values on their own).
-pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<f64>, f64)> {
+/// Each frequency is an unevaluated sum `(hi, lo)`.
+pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f64)>, f64)> {
     match spec.scaling {
-        Scaling::Default => Ok((inv_freq(r, spec.base), 1.0)),
+        Scaling::Default => Ok((inv_freq_exact(r, spec.base), 1.0)),
         ref scaling => {
             let f = scaling.frequencies(r as u32, spec.base, seq_len)?;
-            Ok((f.inv_freq, f.attention_factor))
+            let pairs = f.inv_freq.into_iter().zip(f.inv_freq_lo).collect();
+            Ok((pairs, f.attention_factor))
         }
+    }
+}
+
+/// The frequencies of a sinusoidal spec as `(hi, lo)` pairs: the RoPE ones of its base
+/// computed here, or the timescale ones of the spec.
+fn sinusoidal_frequencies(spec: &SinusoidalSpec) -> Vec<(f64, f64)> {
+    match spec.timescales {
+        None => inv_freq_exact(spec.d_model, spec.base),
+        Some(_) => spec
+            .frequencies_dd()
+            .into_iter()
+            .map(|f| (f.hi, f.lo))
+            .collect(),
     }
 }
 
 /// The sinusoidal row of position `p`: `d_model` values in the spec's layout (zeros for
 /// the padding index).
 pub fn sinusoidal_row(spec: &SinusoidalSpec, p: u32) -> Vec<f64> {
+    row_of(spec, &sinusoidal_frequencies(spec), p)
+}
+
+fn row_of(spec: &SinusoidalSpec, freqs: &[(f64, f64)], p: u32) -> Vec<f64> {
     let d = spec.d_model;
     let mut row = vec![0.0; d as usize];
     if spec.padding_idx == Some(p) {
         return row;
     }
-    let freqs = match spec.timescales {
-        None => inv_freq(d, spec.base),
-        Some(_) => spec.frequencies(),
-    };
-    for (i, &w) in freqs.iter().enumerate() {
-        let (sin, cos) = sincos(p, w);
+    for (i, &(w, w_lo)) in freqs.iter().enumerate() {
+        let (sin, cos) = sincos_exact(p, w, w_lo);
         let (i_sin, i_cos) = pair(spec.pair_layout(), d, i as u64);
         row[i_sin as usize] = sin;
         row[i_cos as usize] = cos;
@@ -167,8 +204,9 @@ pub fn sinusoidal_row(spec: &SinusoidalSpec, p: u32) -> Vec<f64> {
 
 /// The table `[seq, d_model]` for positions `start..start + seq`.
 pub fn sinusoidal_table(spec: &SinusoidalSpec, seq: u64, start: u32) -> Vec<f64> {
+    let freqs = sinusoidal_frequencies(spec);
     (0..seq)
-        .flat_map(|s| sinusoidal_row(spec, start + s as u32))
+        .flat_map(|s| row_of(spec, &freqs, start + s as u32))
         .collect()
 }
 
@@ -181,9 +219,10 @@ pub fn sinusoidal_add(
     scale: f64,
 ) {
     let [nb, nh, ns, _] = layout.shape;
+    let freqs = sinusoidal_frequencies(spec);
     for s in 0..ns {
         for b in 0..nb {
-            let pe = sinusoidal_row(spec, positions.position(nb, ns, b, s, 0));
+            let pe = row_of(spec, &freqs, positions.position(nb, ns, b, s, 0));
             for h in 0..nh {
                 let row = row_start(layout, b, h, s) as usize;
                 for (k, v) in pe.iter().enumerate() {

@@ -1,7 +1,8 @@
 //! What to compute: plain data describing each encoding, validated once at the boundary.
 
+use crate::dd::Dd;
 use crate::error::{Error, Result};
-use crate::frequencies::{Scaling, default_inv_freq};
+use crate::frequencies::{Scaling, default_inv_freq_dd};
 
 /// Which two elements of a row form a rotated pair.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -244,6 +245,37 @@ impl RopeSpec {
     }
 }
 
+/// Frequencies of a sinusoidal encoding from a smallest and a largest timescale (both
+/// positive, `min <= max`), log-spaced over the `n = d_model / 2` pairs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Timescales {
+    /// `w_i = 1 / (min (max/min)^(i / (n - 1)))`: reciprocals of the timescales, as
+    /// tensor2tensor's docstring says and fairseq computes (with `min = 1`).
+    Reciprocal {
+        /// Smallest timescale.
+        min: f64,
+        /// Largest timescale.
+        max: f64,
+    },
+    /// `w_i = min * exp(-i ln(max/min) / max(n - 1, 1))`: what tensor2tensor's
+    /// `get_timing_signal_1d` computes.
+    Tensor2Tensor {
+        /// `min_timescale`.
+        min: f64,
+        /// `max_timescale`.
+        max: f64,
+    },
+}
+
+/// `ln(max / min) / max(n - 1, 1)` in double-double.
+fn ln_ratio(min: f64, max: f64, n: u64) -> Dd {
+    let steps = n.max(2) - 1;
+    Dd::from_f64(max)
+        .ln()
+        .sub(Dd::from_f64(min).ln())
+        .div(Dd::from_f64(steps as f64))
+}
+
 /// The sinusoidal encoding of Vaswani et al.: `PE[p, 2i] = sin(p w_i)`, `PE[p, 2i+1] = cos(p w_i)`,
 /// `w_i = base^(-2i/d_model)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -254,9 +286,8 @@ pub struct SinusoidalSpec {
     pub base: f64,
     /// Where the sines and cosines go.
     pub layout: SinusoidalLayout,
-    /// tensor2tensor / fairseq frequencies instead of `base`: `(min, max)` timescales,
-    /// `w_i = (1/min) (min/max)^(i / (d/2 - 1))`. fairseq uses `(1, 10000)`.
-    pub timescales: Option<(f64, f64)>,
+    /// Frequencies from two timescales instead of `base` (tensor2tensor, fairseq).
+    pub timescales: Option<Timescales>,
     /// fairseq's padding index: the row of this position is all zeros (and the fused add
     /// adds nothing to such tokens). fairseq numbers real tokens from `padding_idx + 1`:
     /// pass that as the start, or position ids that map padding tokens to `padding_idx`.
@@ -275,9 +306,22 @@ impl SinusoidalSpec {
         }
     }
 
-    /// tensor2tensor / fairseq `(min, max)` timescales.
+    /// Frequencies that are the reciprocals of `n = d_model / 2` timescales log-spaced from
+    /// `min` to `max`: `w_i = 1 / (min (max/min)^(i / (n - 1)))`, as tensor2tensor's
+    /// docstring describes and fairseq computes with `(1, 10000)`. See
+    /// [`SinusoidalSpec::tensor2tensor_timescales`] for what tensor2tensor's code computes
+    /// (the same when `min == 1`).
     pub fn timescales(mut self, min: f64, max: f64) -> Self {
-        self.timescales = Some((min, max));
+        self.timescales = Some(Timescales::Reciprocal { min, max });
+        self
+    }
+
+    /// The frequencies tensor2tensor's `get_timing_signal_1d` computes:
+    /// `inv_timescale_i = min * exp(-i ln(max/min) / max(n - 1, 1))`, `n = d_model / 2`.
+    /// Models trained with tensor2tensor and `min_timescale != 1` expect these; with
+    /// `min == 1` they equal [`SinusoidalSpec::timescales`].
+    pub fn tensor2tensor_timescales(mut self, min: f64, max: f64) -> Self {
+        self.timescales = Some(Timescales::Tensor2Tensor { min, max });
         self
     }
 
@@ -289,19 +333,38 @@ impl SinusoidalSpec {
 
     /// The angular frequency of each sin/cos pair, radians per position.
     pub fn frequencies(&self) -> Vec<f64> {
+        self.frequencies_dd().into_iter().map(|f| f.hi).collect()
+    }
+
+    /// [`SinusoidalSpec::frequencies`] in double-double: `w_0 q^i`, `q` and `w_0` from
+    /// double-double logarithms and exponentials.
+    pub(crate) fn frequencies_dd(&self) -> Vec<Dd> {
         let half = self.d_model / 2;
-        match self.timescales {
+        let (w0, step) = match self.timescales {
             // The RoPE frequencies of rotary dim d_model: a cos/sin cache filled by the table
             // kernel holds exactly the angles RoPE computes on the fly.
-            None => default_inv_freq(self.d_model.min(u64::from(u32::MAX)) as u32, self.base),
-            Some((min, max)) => {
-                // tensor2tensor get_timing_signal_1d: log-spaced timescales from min to max.
-                let steps = (half.max(2) - 1) as f64;
-                (0..half)
-                    .map(|i| (min / max).powf(i as f64 / steps) / min)
-                    .collect()
+            None => {
+                return default_inv_freq_dd(
+                    self.d_model.min(u64::from(u32::MAX)) as u32,
+                    self.base,
+                );
             }
-        }
+            Some(Timescales::Reciprocal { min, max }) => {
+                (Dd::from_f64(min).ln().neg(), ln_ratio(min, max, half))
+            }
+            Some(Timescales::Tensor2Tensor { min, max }) => {
+                (Dd::from_f64(min).ln(), ln_ratio(min, max, half))
+            }
+        };
+        let (w0, q) = (w0.exp(), step.neg().exp());
+        let mut w = w0;
+        (0..half)
+            .map(|_| {
+                let this = w;
+                w = w.mul(q);
+                this
+            })
+            .collect()
     }
 
     /// Sets the layout.
@@ -325,7 +388,8 @@ impl SinusoidalSpec {
                 d_model: self.d_model,
             });
         }
-        if let Some((min, max)) = self.timescales
+        if let Some(Timescales::Reciprocal { min, max } | Timescales::Tensor2Tensor { min, max }) =
+            self.timescales
             && !(min.is_finite() && max.is_finite() && min > 0.0 && max >= min)
         {
             return Err(Error::InvalidParameter {

@@ -8,6 +8,7 @@ use super::bind::{self, Access, Entry, Rules, overlap};
 use super::plan::{Block, IdsSpan, Params, PlanInput, ViewSpan};
 use super::{Kernel, PositionMode, Second, Specialization, WORKGROUP, Width};
 use crate::context::PosEnc;
+use crate::dd::Dd;
 use crate::error::{Error, Result};
 use crate::tensor::Layout;
 
@@ -75,7 +76,7 @@ pub(crate) struct PairPass<'a> {
     /// Pairs cover elements `[0, 2 * pairs)` of each row.
     pub pairs: u64,
     /// Angular frequency of each pair, radians per position, and its M-RoPE axis.
-    pub inv_freq: Vec<f64>,
+    pub inv_freq: Vec<Dd>,
     pub axes: Vec<u32>,
     pub positions: PassPositions<'a>,
     pub cache: Option<PassCache<'a>>,
@@ -155,7 +156,7 @@ impl BindCache {
 /// The last frequencies a pass asked for, and their packed buffer.
 #[derive(Debug)]
 pub(crate) struct FrequencyMemo {
-    inv_freq: Vec<f64>,
+    inv_freq: Vec<Dd>,
     axes: Vec<u32>,
     g: usize,
     buffer: wgpu::Buffer,
@@ -644,7 +645,7 @@ impl PosEnc {
     /// The frequency buffer of `inv_freq` and `axes` packed for groups of `g` pairs. The last
     /// one asked for is remembered by value, so that a repeated pass (a decode loop) neither
     /// packs nor hashes.
-    fn packed_frequencies(&self, inv_freq: &[f64], axes: &[u32], g: usize) -> wgpu::Buffer {
+    fn packed_frequencies(&self, inv_freq: &[Dd], axes: &[u32], g: usize) -> wgpu::Buffer {
         let mut last = self
             .last_frequencies
             .lock()
@@ -657,7 +658,7 @@ impl PosEnc {
                 .inv_freq
                 .iter()
                 .zip(inv_freq)
-                .all(|(a, b)| a.to_bits() == b.to_bits())
+                .all(|(a, b)| (a.hi.to_bits(), a.lo.to_bits()) == (b.hi.to_bits(), b.lo.to_bits()))
         {
             return memo.buffer.clone();
         }

@@ -4,6 +4,7 @@
 use super::pass::{EncodeReport, PairPass, PassCache, PassPositions, PassView, Words};
 use super::{Kernel, Second, Specialization, Width};
 use crate::context::PosEnc;
+use crate::dd::Dd;
 use crate::error::{Error, Result};
 use crate::spec::RopeSpec;
 use crate::tensor::{ArrayView, CosSinCache, Layout, Positions, TensorView};
@@ -183,7 +184,7 @@ impl PosEnc {
                 layout: v.layout,
             }),
             pairs,
-            inv_freq: freqs.inv_freq,
+            inv_freq: check_frequencies(&freqs.inv_freq, &freqs.inv_freq_lo)?,
             axes,
             positions,
             cache,
@@ -355,6 +356,26 @@ fn check_disjoint(
             second,
         }),
     }
+}
+
+/// The frequencies as double-double values, each finite, non-negative and at most
+/// [`crate::angle::MAX_FREQUENCY`] (above it angles would not be exact).
+pub(crate) fn check_frequencies(hi: &[f64], lo: &[f64]) -> Result<Vec<Dd>> {
+    hi.iter()
+        .zip(lo)
+        .map(|(&hi, &lo)| {
+            if hi.is_finite() && (0.0..=crate::angle::MAX_FREQUENCY).contains(&hi) {
+                Ok(Dd { hi, lo })
+            } else {
+                Err(Error::InvalidParameter {
+                    what: "frequency (radians per position)",
+                    value: hi,
+                    need: "finite, non-negative and at most 2^40: larger ones alias and \
+                           cannot be reduced exactly (check the base or the timescales)",
+                })
+            }
+        })
+        .collect()
 }
 
 /// Checks that `view` holds `count` 4-byte values and has `STORAGE` usage.

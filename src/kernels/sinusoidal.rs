@@ -73,6 +73,11 @@ impl PosEnc {
         self.check_dtype(x.dtype)?;
         self.check_view(x, "tensor")?;
         let pairs = spec.d_model / 2;
+        let (hi, lo): (Vec<f64>, Vec<f64>) = spec
+            .frequencies_dd()
+            .into_iter()
+            .map(|f| (f.hi, f.lo))
+            .unzip();
         let pass = PairPass {
             spec: Specialization {
                 positions: positions.mode(),
@@ -91,7 +96,7 @@ impl PosEnc {
             },
             b: None,
             pairs,
-            inv_freq: spec.frequencies(),
+            inv_freq: super::rope::check_frequencies(&hi, &lo)?,
             axes: vec![0; pairs as usize],
             positions,
             cache: None,
