@@ -243,6 +243,13 @@ MODELS = [
          run=run_gemma3, rotary_class="Gemma3RotaryEmbedding (one inv_freq per layer type)",
          apply="modeling_gemma3.apply_rotary_pos_emb (rotate_half)", layout="half_split",
          layer_type_cases=["sliding_attention", "full_attention"], cases=WIDE_CASES),
+    dict(name="gemma-3-4b-it-v5", config="configs/gemma-3-4b-it-v5.json",
+         hub="google/gemma-3-4b-it, re-saved by transformers 5.x save_pretrained (nested per-layer-type "
+             "rope_parameters)",
+         run=run_gemma3, rotary_class="Gemma3RotaryEmbedding (one inv_freq per layer type)",
+         apply="modeling_gemma3.apply_rotary_pos_emb (rotate_half)", layout="half_split",
+         layer_type_cases=["sliding_attention", "full_attention"],
+         cases=[("few", [0, 1, 4096, 1000000])]),
     dict(name="gpt-oss-20b", config="configs/gpt-oss-20b.json", hub="openai/gpt-oss-20b",
          run=run_rotate_half("gpt_oss", "GptOssRotaryEmbedding"),
          rotary_class="GptOssRotaryEmbedding (one module for all layer types)",
