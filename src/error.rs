@@ -266,6 +266,42 @@ pub enum Error {
         /// The buffer's size.
         buffer_size: u64,
     },
+    /// A model's layers do not all rotate alike (per-layer-type RoPE, or layers without).
+    #[error(
+        "{model_type} has layers that rotate differently ({layer_types}): take each layer's \
+         spec from HfRope::from_config(config)?.layer(i)"
+    )]
+    PerLayerRope {
+        /// The model type.
+        model_type: String,
+        /// Its layer types, comma-separated.
+        layer_types: String,
+    },
+    /// The caller's head dimension is not the model's.
+    #[error(
+        "{model_type} rotates tensors of head_dim {config} (from its config.json), but \
+         head_dim {given} was given; DeepSeek-V2/V3 rotate only the last qk_rope_head_dim \
+         lanes of each head (q_pe): pass a view of those"
+    )]
+    HeadDimMismatch {
+        /// The model type.
+        model_type: String,
+        /// The config's head dimension.
+        config: u64,
+        /// The one given.
+        given: u64,
+    },
+    /// A length-dependent scaling with positions only on the GPU.
+    #[error(
+        "{scaling} scaling depends on the sequence length (HF: the largest position of the \
+         call + 1), which the host cannot see with positions on the GPU: set \
+         RopeSpec::scaling_seq_len (e.g. the KV cache length after this step), or pass host \
+         positions to rope_host"
+    )]
+    ScalingSeqLenNeeded {
+        /// The scaling type.
+        scaling: &'static str,
+    },
     /// Mapping a buffer for readback failed.
     #[error("reading back from the device failed: {0}")]
     Map(#[from] wgpu::BufferAsyncError),

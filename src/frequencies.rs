@@ -105,6 +105,17 @@ pub enum Scaling {
         /// `s = max / orig`, or 1 when `s <= 1`. Finite and `> 0`.
         attention_factor: Option<f64>,
     },
+    /// Gemma 4's global layers (HF `"proportional"`): over a rotary dim `r` equal to the head
+    /// dim, the first `floor(partial_rotary_factor * r / 2)` pairs rotate with
+    /// `f_j = base^(-2j/r) / factor` (the exponent over the whole head) and the remaining
+    /// pairs not at all (`f_j = 0`). Unlike a partial rotary width, the rotated pairs of the
+    /// half-split layout are `(j, j + r/2)` of the whole head.
+    Proportional {
+        /// Share of the head's pairs that rotate, in `(0, 1]` (0.25 for Gemma 4).
+        partial_rotary_factor: f64,
+        /// Divides every frequency, finite and `>= 1` (HF default 1).
+        factor: f64,
+    },
 }
 
 /// Per-pair angular frequencies (radians per position) and the attention factor that multiplies cos and sin.
@@ -222,8 +233,8 @@ pub enum FrequencyError {
     },
     /// Llama 3's `high_freq_factor` is not above `low_freq_factor`.
     #[error(
-        "Llama 3 low_freq_factor ({low_freq_factor}) must be below high_freq_factor \
-         ({high_freq_factor}); Llama 3.1 uses 1 and 4"
+        "Llama 3 low_freq_factor ({low_freq_factor}) must not be above high_freq_factor \
+         ({high_freq_factor}); Llama 3.1 uses 1 and 4, Llama 4 1 and 1"
     )]
     LowFreqNotBelowHighFreq {
         /// `low_freq_factor` given.
@@ -295,6 +306,23 @@ pub enum FrequencyError {
         expected: &'static str,
         /// What it is.
         found: String,
+    },
+    /// The HF config's `model_type` is not a family whose RoPE this crate reads.
+    #[error(
+        "model_type \"{model_type}\" is not a family this crate reads RoPE for (llama, mistral, \
+         mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, llama4, qwen2_vl, qwen2_5_vl, qwen3_vl, \
+         phi3, gpt_neox, gptj, deepseek_v2, deepseek_v3, gemma3, gemma4, gpt_oss); build the RopeSpec \
+         by hand from the model's modeling code"
+    )]
+    UnsupportedModelType {
+        /// The model type found.
+        model_type: String,
+    },
+    /// A config that HF transformers itself refuses or fails on.
+    #[error("HF transformers 5.x cannot run {what}")]
+    HfRejects {
+        /// What it is.
+        what: &'static str,
     },
     /// The HF config names a rope type this crate does not compute.
     #[error(
@@ -462,6 +490,11 @@ impl Scaling {
         }
     }
 
+    /// Whether the frequencies depend on the sequence length (dynamic NTK, LongRoPE).
+    pub fn needs_seq_len(&self) -> bool {
+        matches!(self, Scaling::DynamicNtk { .. } | Scaling::LongRope { .. })
+    }
+
     /// Short name of the scaling type, as used in error messages.
     pub fn name(&self) -> &'static str {
         match self {
@@ -472,6 +505,7 @@ impl Scaling {
             Scaling::Yarn { .. } => "YaRN",
             Scaling::Llama3 { .. } => "Llama 3",
             Scaling::LongRope { .. } => "LongRoPE",
+            Scaling::Proportional { .. } => "proportional",
         }
     }
 
@@ -482,6 +516,24 @@ impl Scaling {
             Scaling::Default => Ok(()),
             Scaling::Linear { factor } | Scaling::NtkAware { factor } => {
                 check_factor(s, "factor", *factor)
+            }
+            Scaling::Proportional {
+                partial_rotary_factor,
+                factor,
+            } => {
+                check_factor(s, "factor", *factor)?;
+                if !(partial_rotary_factor.is_finite()
+                    && *partial_rotary_factor > 0.0
+                    && *partial_rotary_factor <= 1.0)
+                {
+                    return Err(FrequencyError::InvalidParameter {
+                        scaling: s,
+                        name: "partial_rotary_factor",
+                        value: *partial_rotary_factor,
+                        need: "in (0, 1]",
+                    });
+                }
+                Ok(())
             }
             Scaling::DynamicNtk {
                 factor,
@@ -534,7 +586,8 @@ impl Scaling {
                 check_factor(s, "factor", *factor)?;
                 check_positive(s, "low_freq_factor", *low_freq_factor)?;
                 check_positive(s, "high_freq_factor", *high_freq_factor)?;
-                if low_freq_factor >= high_freq_factor {
+                // Equal factors (Llama 4) leave the blended band empty, as in HF.
+                if low_freq_factor > high_freq_factor {
                     return Err(FrequencyError::LowFreqNotBelowHighFreq {
                         low_freq_factor: *low_freq_factor,
                         high_freq_factor: *high_freq_factor,
@@ -631,6 +684,26 @@ impl Scaling {
                         .collect(),
                 )
             }
+            Scaling::Proportional {
+                partial_rotary_factor,
+                factor,
+            } => {
+                // HF: int(partial * head // 2) pairs rotate.
+                let angles = (partial_rotary_factor * r / 2.0).floor() as usize;
+                let f = default_inv_freq_dd(rotary_dim, base);
+                unit(
+                    f.into_iter()
+                        .enumerate()
+                        .map(|(j, x)| {
+                            if j < angles {
+                                x.div(Dd::from_f64(*factor))
+                            } else {
+                                Dd::from_f64(0.0)
+                            }
+                        })
+                        .collect(),
+                )
+            }
             Scaling::NtkAware { factor } => {
                 needs_two_pairs(self.name())?;
                 unit(default_inv_freq_dd(
@@ -721,10 +794,11 @@ impl Scaling {
                     .map(|fd| {
                         let f = fd.hi;
                         let wavelen = 2.0 * PI / f;
-                        if wavelen < high_freq_wavelen {
-                            fd
-                        } else if wavelen > low_freq_wavelen {
+                        // HF's order: the low-frequency band first.
+                        if wavelen > low_freq_wavelen {
                             fd.div(Dd::from_f64(*factor))
+                        } else if wavelen < high_freq_wavelen {
+                            fd
                         } else {
                             // HF's medium band; empty when the two factors are equal (Llama 4).
                             let smooth = (orig / wavelen - low_freq_factor)
@@ -795,286 +869,11 @@ impl Scaling {
 
 /// LongRoPE's default attention factor for context stretch `factor`: `sqrt(1 + ln(factor) /
 /// ln(orig))`, or 1 when `factor <= 1`.
-fn longrope_attention_factor(factor: f64, orig: u64) -> f64 {
+pub(crate) fn longrope_attention_factor(factor: f64, orig: u64) -> f64 {
     if factor <= 1.0 {
         1.0
     } else {
         (1.0 + factor.ln() / (orig as f64).ln()).sqrt()
-    }
-}
-
-#[cfg(feature = "hf-config")]
-mod hf {
-    //! Reading a HF transformers `config.json`.
-
-    use super::{FrequencyError, Scaling, longrope_attention_factor};
-    use serde_json::{Map, Value};
-
-    type Obj = Map<String, Value>;
-
-    fn kind(v: &Value) -> &'static str {
-        match v {
-            Value::Null => "null",
-            Value::Bool(_) => "a boolean",
-            Value::Number(_) => "a number",
-            Value::String(_) => "a string",
-            Value::Array(_) => "an array",
-            Value::Object(_) => "an object",
-        }
-    }
-
-    fn invalid(key: &str, expected: &'static str, v: &Value) -> FrequencyError {
-        let mut found = v.to_string();
-        if found.len() > 80 {
-            found.truncate(found.char_indices().nth(77).map_or(found.len(), |(i, _)| i));
-            found.push_str("...");
-        }
-        FrequencyError::InvalidConfigValue {
-            key: key.to_string(),
-            expected,
-            found,
-        }
-    }
-
-    /// A number, or `None` when the key is missing or null.
-    fn opt_f64(obj: &Obj, key: &str) -> Result<Option<f64>, FrequencyError> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => v
-                .as_f64()
-                .map(Some)
-                .ok_or_else(|| invalid(key, "a number", v)),
-        }
-    }
-
-    /// A whole number of positions, or `None` when the key is missing or null. Accepts
-    /// `4096` and `4096.0`.
-    fn opt_u64(obj: &Obj, key: &str) -> Result<Option<u64>, FrequencyError> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => {
-                if let Some(n) = v.as_u64() {
-                    return Ok(Some(n));
-                }
-                match v.as_f64() {
-                    Some(x) if x >= 0.0 && x.fract() == 0.0 && x < 1.8e19 => Ok(Some(x as u64)),
-                    _ => Err(invalid(key, "a non-negative whole number", v)),
-                }
-            }
-        }
-    }
-
-    fn req_f64(obj: &Obj, key: &'static str, rope_type: &str) -> Result<f64, FrequencyError> {
-        opt_f64(obj, key)?.ok_or_else(|| FrequencyError::MissingConfigKey {
-            key,
-            rope_type: rope_type.to_string(),
-        })
-    }
-
-    fn factor_list(
-        obj: &Obj,
-        key: &'static str,
-        rope_type: &str,
-    ) -> Result<Vec<f64>, FrequencyError> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Err(FrequencyError::MissingConfigKey {
-                key,
-                rope_type: rope_type.to_string(),
-            }),
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    v.as_f64()
-                        .ok_or_else(|| invalid(&format!("{key}[{i}]"), "a number", v))
-                })
-                .collect(),
-            Some(v) => Err(invalid(key, "an array of numbers", v)),
-        }
-    }
-
-    /// Python truthiness of a config value, the way HF's `x or default` reads it.
-    fn truthy(v: &Value) -> bool {
-        match v {
-            Value::Null => false,
-            Value::Bool(b) => *b,
-            Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
-            Value::String(s) => !s.is_empty(),
-            Value::Array(a) => !a.is_empty(),
-            Value::Object(o) => !o.is_empty(),
-        }
-    }
-
-    /// HF's `get(key) or default` for a number.
-    fn f64_or(obj: &Obj, key: &str, default: f64) -> Result<f64, FrequencyError> {
-        match obj.get(key) {
-            Some(v) if truthy(v) => v.as_f64().ok_or_else(|| invalid(key, "a number", v)),
-            _ => Ok(default),
-        }
-    }
-
-    impl Scaling {
-        /// Reads a whole HF transformers `config.json` object: the scaling, `rope_theta`
-        /// (default 10000) and `partial_rotary_factor` (if any).
-        ///
-        /// The rope parameters come from `rope_scaling` (configs written before transformers
-        /// 5) when it is a non-empty object, else from `rope_parameters` (transformers 5.x);
-        /// the type from `rope_type`, else the legacy `type`, else `"default"`. As in HF 5.x
-        /// (`convert_rope_params_to_dict` / `standardize_rope_params`):
-        /// - `rope_theta` is read from the rope parameters first, then from the top level;
-        ///   `partial_rotary_factor` from the top level first (HF overwrites the rope
-        ///   parameters' copy with the config attribute), then from the rope parameters;
-        /// - YaRN, Llama 3 and LongRoPE take `original_max_position_embeddings` from the top
-        ///   level of the config if it is there (Phi-3 keeps it there), else from the rope
-        ///   parameters, else `max_position_embeddings`;
-        /// - YaRN without `factor` uses `max_position_embeddings / original`; `beta_fast` and
-        ///   `beta_slow` default to 32 and 1 (also when 0 or null); missing `mscale` /
-        ///   `mscale_all_dim` become 0 ("not given"); `truncate` defaults to true (a JSON
-        ///   `null` counts as false, as Python's truthiness makes it in HF);
-        /// - dynamic NTK uses the config's `max_position_embeddings` as the original length;
-        /// - LongRoPE with an explicit `factor` and no `attention_factor` gets the attention
-        ///   factor computed from that `factor` instead of from the two lengths.
-        ///
-        /// The legacy Phi-3 type `"su"` is read as LongRoPE. Per-layer-type parameters (Gemma
-        /// 3: `{"full_attention": {...}, "sliding_attention": {...}}`) and other rope types
-        /// (e.g. `"mrope"`) are errors. The scaling's parameters are validated
-        /// ([`Scaling::validate`]); the list lengths are checked by [`Scaling::frequencies`],
-        /// which knows the rotary dimension.
-        pub fn from_hf_config(
-            config: &serde_json::Value,
-        ) -> Result<(Scaling, f64, Option<f64>), FrequencyError> {
-            let top = config.as_object().ok_or(FrequencyError::ConfigNotObject {
-                found: kind(config),
-            })?;
-
-            let empty = Obj::new();
-            let params: &Obj = match top.get("rope_scaling") {
-                Some(Value::Object(o)) if !o.is_empty() => o,
-                None | Some(Value::Null) | Some(Value::Object(_)) => {
-                    match top.get("rope_parameters") {
-                        Some(Value::Object(o)) => o,
-                        None | Some(Value::Null) => &empty,
-                        Some(v) => return Err(invalid("rope_parameters", "an object", v)),
-                    }
-                }
-                Some(v) => return Err(invalid("rope_scaling", "an object", v)),
-            };
-
-            let rope_type = match params.get("rope_type").or_else(|| params.get("type")) {
-                None | Some(Value::Null) => {
-                    let nested: Vec<&str> = params
-                        .iter()
-                        .filter(|(_, v)| v.is_object())
-                        .map(|(k, _)| k.as_str())
-                        .collect();
-                    if !nested.is_empty() && nested.len() == params.len() {
-                        return Err(FrequencyError::PerLayerRopeParameters {
-                            layer_types: nested.join(", "),
-                        });
-                    }
-                    "default".to_string()
-                }
-                Some(Value::String(s)) => s.clone(),
-                Some(v) => return Err(invalid("rope_type", "a string", v)),
-            };
-            let rt = rope_type.as_str();
-
-            let theta = match opt_f64(params, "rope_theta")? {
-                Some(t) => t,
-                None => opt_f64(top, "rope_theta")?.unwrap_or(10_000.0),
-            };
-            let partial = match opt_f64(top, "partial_rotary_factor")? {
-                Some(p) => Some(p),
-                None => opt_f64(params, "partial_rotary_factor")?,
-            };
-
-            let max_pos = opt_u64(top, "max_position_embeddings")?;
-            let original = || -> Result<u64, FrequencyError> {
-                if let Some(o) = opt_u64(top, "original_max_position_embeddings")? {
-                    return Ok(o);
-                }
-                if let Some(o) = opt_u64(params, "original_max_position_embeddings")? {
-                    return Ok(o);
-                }
-                max_pos.ok_or_else(|| FrequencyError::MissingConfigKey {
-                    key: "original_max_position_embeddings",
-                    rope_type: rope_type.clone(),
-                })
-            };
-            let need_max = || {
-                max_pos.ok_or_else(|| FrequencyError::MissingConfigKey {
-                    key: "max_position_embeddings",
-                    rope_type: rope_type.clone(),
-                })
-            };
-
-            let scaling = match rt {
-                "default" => Scaling::Default,
-                "linear" => Scaling::Linear {
-                    factor: req_f64(params, "factor", rt)?,
-                },
-                "dynamic" => Scaling::DynamicNtk {
-                    factor: req_f64(params, "factor", rt)?,
-                    original_max_position_embeddings: need_max()?,
-                },
-                "yarn" => {
-                    let orig = original()?;
-                    let factor = match opt_f64(params, "factor")? {
-                        Some(f) => f,
-                        None => {
-                            if orig == 0 {
-                                return Err(FrequencyError::ZeroContextLength {
-                                    scaling: "YaRN",
-                                    name: "original_max_position_embeddings",
-                                });
-                            }
-                            need_max()? as f64 / orig as f64
-                        }
-                    };
-                    let truncate = match params.get("truncate") {
-                        None => true,
-                        Some(Value::Bool(b)) => *b,
-                        Some(Value::Null) => false,
-                        Some(v) => return Err(invalid("truncate", "a boolean", v)),
-                    };
-                    Scaling::Yarn {
-                        factor,
-                        original_max_position_embeddings: orig,
-                        beta_fast: f64_or(params, "beta_fast", 32.0)?,
-                        beta_slow: f64_or(params, "beta_slow", 1.0)?,
-                        mscale: opt_f64(params, "mscale")?.unwrap_or(0.0),
-                        mscale_all_dim: opt_f64(params, "mscale_all_dim")?.unwrap_or(0.0),
-                        attention_factor: opt_f64(params, "attention_factor")?,
-                        truncate,
-                    }
-                }
-                "llama3" => Scaling::Llama3 {
-                    factor: req_f64(params, "factor", rt)?,
-                    low_freq_factor: req_f64(params, "low_freq_factor", rt)?,
-                    high_freq_factor: req_f64(params, "high_freq_factor", rt)?,
-                    original_max_position_embeddings: original()?,
-                },
-                "longrope" | "su" => {
-                    let orig = original()?;
-                    let mut attention_factor = opt_f64(params, "attention_factor")?;
-                    if attention_factor.is_none()
-                        && let Some(factor) = opt_f64(params, "factor")?
-                    {
-                        attention_factor = Some(longrope_attention_factor(factor, orig));
-                    }
-                    Scaling::LongRope {
-                        short_factor: factor_list(params, "short_factor", rt)?,
-                        long_factor: factor_list(params, "long_factor", rt)?,
-                        original_max_position_embeddings: orig,
-                        max_position_embeddings: need_max()?,
-                        attention_factor,
-                    }
-                }
-                _ => return Err(FrequencyError::UnsupportedRopeType { rope_type }),
-            };
-            scaling.validate()?;
-            Ok((scaling, theta, partial))
-        }
     }
 }
 
@@ -1641,10 +1440,8 @@ mod tests {
             llama(4.0, 1.0).validate(),
             Err(E::LowFreqNotBelowHighFreq { .. })
         ));
-        assert!(matches!(
-            llama(2.0, 2.0).validate(),
-            Err(E::LowFreqNotBelowHighFreq { .. })
-        ));
+        // Llama 4: equal factors, no blended band.
+        assert!(llama(2.0, 2.0).validate().is_ok());
         assert!(matches!(
             llama(0.0, 4.0).validate(),
             Err(E::InvalidParameter {
@@ -1972,7 +1769,8 @@ mod tests {
                 (*original_max_position_embeddings, *max_position_embeddings),
                 (4096, 131_072)
             );
-            assert_eq!(*attention_factor, None);
+            // HF computes it once from max / original: sqrt(1 + ln 32 / ln 4096).
+            assert_eq!(*attention_factor, Some(1.190_238_071_423_808_3));
             assert_eq!(theta, 10_000.0);
             // head_dim 96 has 48 pairs; 128 would not fit the lists.
             assert!(s.frequencies(96, theta, 131_072).is_ok());
@@ -2037,10 +1835,11 @@ mod tests {
             let v5 = r#"{"rope_theta": 1e4, "rope_parameters":
                         {"rope_type": "default", "rope_theta": 1e6, "partial_rotary_factor": 0.25}}"#;
             assert_eq!(read(v5), (Scaling::Default, 1e6, Some(0.25)));
-            // Both given: the top-level attribute wins, as standardize_rope_params makes it.
+            // Both given: the rope parameters' value wins (HF's setdefault; checked with
+            // transformers 5.24 on `phi`, see tests/data/hf/README.md).
             let both = r#"{"partial_rotary_factor": 0.5, "rope_parameters":
                         {"rope_type": "default", "partial_rotary_factor": 0.25}}"#;
-            assert_eq!(read(both).2, Some(0.5));
+            assert_eq!(read(both).2, Some(0.25));
             // An empty rope_scaling falls through to rope_parameters, as `a or b` does in HF.
             let both = r#"{"rope_scaling": {}, "rope_parameters": {"rope_type": "linear", "factor": 2.0}}"#;
             assert_eq!(read(both).0, Scaling::Linear { factor: 2.0 });
@@ -2060,9 +1859,10 @@ mod tests {
 
         #[test]
         fn yarn_defaults_follow_hf() {
-            // No factor: max / original. Null / zero betas: 32 / 1. Null truncate: false.
+            // A null factor: max / original (no key at all is a load error in HF 5.x). Null /
+            // zero betas: 32 / 1. Null truncate: false.
             let text = r#"{"max_position_embeddings": 131072, "rope_scaling": {
-                "rope_type": "yarn", "original_max_position_embeddings": 4096,
+                "rope_type": "yarn", "original_max_position_embeddings": 4096, "factor": null,
                 "beta_fast": 0, "beta_slow": null, "truncate": null}}"#;
             let expected = Scaling::Yarn {
                 factor: 32.0,

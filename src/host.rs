@@ -21,10 +21,16 @@ impl PosEnc {
         positions: HostPositions<'_>,
     ) -> Result<()> {
         check_host_positions(&positions, &layout)?;
+        // HF's rule for length-dependent scalings, from the positions the host holds.
+        let mut spec = spec.clone();
+        if spec.scaling.needs_seq_len() && spec.scaling_seq_len.is_none() {
+            let axes = if spec.mrope.is_some() { 3 } else { 1 };
+            spec.scaling_seq_len = Some(positions.seq_len(&layout, axes));
+        }
         let uploaded = self.upload_positions(&positions);
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
             let positions = uploaded.positions(&positions);
-            ctx.encode_rope(encoder, spec, &TensorView::new(buffer, layout), positions)
+            ctx.encode_rope(encoder, &spec, &TensorView::new(buffer, layout), positions)
                 .map(drop)
         })
     }
@@ -198,6 +204,8 @@ impl Uploaded {
 /// non-decreasing from 0 to the token count. (Array lengths are checked by the encode call.)
 fn check_host_positions(positions: &HostPositions<'_>, layout: &Layout) -> Result<()> {
     let seq = layout.shape[2];
+    // Before anything is uploaded: an empty slice would otherwise become one zero word.
+    positions.check_lengths(layout.shape[0], seq)?;
     let past = |start: u32, len: u64| len > 0 && u64::from(start) + len - 1 > u64::from(u32::MAX);
     match *positions {
         HostPositions::BatchStarts(starts) => {

@@ -30,6 +30,8 @@ mod context;
 mod dd;
 mod error;
 pub mod frequencies;
+#[cfg(feature = "hf-config")]
+mod hf;
 mod host;
 pub mod kernels;
 pub mod reference;
@@ -40,6 +42,8 @@ mod tensor;
 pub use context::PosEnc;
 pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Scaling};
+#[cfg(feature = "hf-config")]
+pub use hf::{HfRope, LayerRope};
 pub use kernels::pass::EncodeReport;
 pub use kernels::rope::RopeCall;
 pub use spec::{Dtype, MRope, PairLayout, RopeSpec, SinusoidalLayout, SinusoidalSpec, Timescales};

@@ -110,10 +110,11 @@ pub fn rope_out(
     let [nb, nh, ns, d] = src_layout.shape;
     assert_eq!(src_layout.shape, dst_layout.shape);
     let r = spec.rotary_dim.unwrap_or(d);
-    let seq_len = spec.scaling_seq_len.unwrap_or(match positions {
-        HostPositions::Start(start) => u64::from(start) + ns,
-        _ => ns,
-    });
+    // HF: the largest position of the call + 1.
+    let axes_count = if spec.mrope.is_some() { 3 } else { 1 };
+    let seq_len = spec
+        .scaling_seq_len
+        .unwrap_or_else(|| positions.seq_len(src_layout, axes_count));
     let (freqs, factor) = frequencies(spec, r, seq_len).expect("valid scaling");
     let axes = match spec.mrope {
         Some(m) => m.axes(r / 2).expect("valid sections"),

@@ -106,7 +106,8 @@ pub struct RopeSpec {
     /// Frequency scaling for long context.
     pub scaling: Scaling,
     /// Sequence length that length-dependent scalings (dynamic NTK, LongRoPE) see; `None`
-    /// uses the number of tokens of the view plus the start position.
+    /// uses HF's rule, the largest position of the call + 1, where the host knows the
+    /// positions (see [`RopeSpec::scaling_seq_len`]).
     pub scaling_seq_len: Option<u64>,
     /// Multimodal RoPE sections; positions must then be [`Positions::Axes`](crate::Positions::Axes).
     pub mrope: Option<MRope>,
@@ -162,7 +163,13 @@ impl RopeSpec {
         self
     }
 
-    /// Sets the sequence length that dynamic NTK and LongRoPE see.
+    /// Sets the sequence length that dynamic NTK and LongRoPE see. HF transformers uses
+    /// `max(position_ids) + 1` over the whole call (every batch row, every M-RoPE axis);
+    /// the crate does the same wherever it knows the positions: contiguous positions, and
+    /// host positions (`rope_host`, `reference`). With positions only on the GPU (ids,
+    /// per-row starts, varlen), a length-dependent scaling needs this set (else the call is
+    /// an error): pass the largest position of the call plus one, e.g. the KV cache's
+    /// length after the step.
     pub fn scaling_seq_len(mut self, seq_len: u64) -> Self {
         self.scaling_seq_len = Some(seq_len);
         self
@@ -175,57 +182,6 @@ impl RopeSpec {
             interleaved,
         });
         self
-    }
-
-    /// The spec of a model from its HF transformers `config.json`: `rope_theta`,
-    /// `partial_rotary_factor` (rotary dim `floor(head_dim * factor)`, as HF), the scaling of
-    /// `rope_scaling` / `rope_parameters` ([`Scaling::from_hf_config`]) and Qwen-VL's
-    /// `mrope_section` / `mrope_interleaved`. HF rotates half-split pairs.
-    #[cfg(feature = "hf-config")]
-    pub fn from_hf_config(config: &serde_json::Value, head_dim: u64) -> Result<Self> {
-        use serde_json::Value;
-        let mut config = config.clone();
-        let mut mrope = None;
-        if let Some(top) = config.as_object_mut() {
-            for key in ["rope_scaling", "rope_parameters"] {
-                let Some(Value::Object(params)) = top.get_mut(key) else {
-                    continue;
-                };
-                let Some(section) = params.remove("mrope_section") else {
-                    continue;
-                };
-                let interleaved = params.remove("mrope_interleaved");
-                let section: Vec<u64> = section
-                    .as_array()
-                    .map(|a| a.iter().filter_map(Value::as_u64).collect())
-                    .unwrap_or_default();
-                let [t, h, w] = section[..] else {
-                    return Err(Error::InvalidMRopeSection {
-                        section: [0; 3],
-                        pairs: head_dim / 2,
-                    });
-                };
-                // Qwen2-VL's legacy type "mrope" is the default frequencies with sections.
-                for type_key in ["type", "rope_type"] {
-                    if params.get(type_key).and_then(Value::as_str) == Some("mrope") {
-                        params.insert(type_key.into(), Value::from("default"));
-                    }
-                }
-                mrope = Some(MRope {
-                    section: [t, h, w],
-                    interleaved: interleaved.and_then(|v| v.as_bool()).unwrap_or(false),
-                });
-            }
-        }
-        let (scaling, base, partial) = Scaling::from_hf_config(&config)?;
-        let rotary_dim = partial.map(|f| ((head_dim as f64 * f) as u64) & !1);
-        Ok(Self {
-            rotary_dim,
-            base,
-            scaling,
-            mrope,
-            ..Self::default()
-        })
     }
 
     /// Checks the spec against a head dimension; returns the rotary dimension.

@@ -227,6 +227,62 @@ pub enum HostPositions<'a> {
 }
 
 impl HostPositions<'_> {
+    /// Checks that the arrays hold every value a `[batch, _, seq, _]` view reads (per-row
+    /// starts: `batch`; ids: `batch * seq`; M-RoPE axes: `3 * batch * seq`; varlen: at
+    /// least two `cu_seqlens` and one offset per sequence).
+    pub fn check_lengths(&self, batch: u64, seq: u64) -> Result<()> {
+        let need = |what, needed: u64, available: usize| {
+            let available = available as u64;
+            if available < needed {
+                Err(Error::PositionIdsTooShort {
+                    what,
+                    needed,
+                    available,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        let tokens = batch.saturating_mul(seq);
+        match *self {
+            HostPositions::Start(_) => Ok(()),
+            HostPositions::BatchStarts(v) => need("batch starts", batch, v.len()),
+            HostPositions::Ids(v) => need("position ids", tokens, v.len()),
+            HostPositions::Axes(v) => {
+                need("M-RoPE position ids", tokens.saturating_mul(3), v.len())
+            }
+            HostPositions::Varlen {
+                cu_seqlens,
+                offsets,
+            } => {
+                need("cu_seqlens", 2, cu_seqlens.len())?;
+                match offsets {
+                    Some(o) => need("varlen offsets", cu_seqlens.len() as u64 - 1, o.len()),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// HF's sequence length for length-dependent scalings: the largest position the view
+    /// reads, plus one (0 for an empty view). The arrays must have passed
+    /// [`HostPositions::check_lengths`].
+    pub fn seq_len(&self, layout: &Layout, axes: u64) -> u64 {
+        let [b, _, s, _] = layout.shape;
+        if layout.rows_count() == 0 || layout.shape[3] == 0 {
+            return 0;
+        }
+        let mut max = 0u64;
+        for bb in 0..b {
+            for ss in 0..s {
+                for a in 0..axes {
+                    max = max.max(u64::from(self.position(b, s, bb, ss, a)));
+                }
+            }
+        }
+        max + 1
+    }
+
     /// Position of token `(b, s)` of a view of `batch` rows of `seq` tokens, on `axis`
     /// (0 unless M-RoPE).
     pub fn position(&self, batch: u64, seq: u64, b: u64, s: u64, axis: u64) -> u32 {

@@ -150,9 +150,17 @@ impl PosEnc {
             rotary_dim: r,
             head_dim: layout.shape[3],
         })?;
-        let freqs =
-            spec.scaling
-                .frequencies(r32, spec.base, spec.scaling_seq_len.unwrap_or(seq_len))?;
+        let seq_len = match (spec.scaling_seq_len, seq_len) {
+            (Some(n), _) => n,
+            (None, Some(n)) => n,
+            (None, None) if spec.scaling.needs_seq_len() && call.cache.is_none() => {
+                return Err(Error::ScalingSeqLenNeeded {
+                    scaling: spec.scaling.name(),
+                });
+            }
+            (None, None) => 0,
+        };
+        let freqs = spec.scaling.frequencies(r32, spec.base, seq_len)?;
         let cache = match &call.cache {
             Some(c) => Some(self.resolve_cache(c, pairs, &call.positions, &layout)?),
             None => None,
@@ -407,13 +415,13 @@ pub(crate) fn words<'a>(view: ArrayView<'a>, count: u64, what: &'static str) -> 
     })
 }
 
-/// Checks positions against a view; returns them resolved and the sequence length that
-/// length-dependent scalings see (the last contiguous position + 1, else the view's seq).
+/// Checks positions against a view; returns them resolved and, for contiguous positions,
+/// the sequence length that length-dependent scalings see (HF: the largest position + 1).
 pub(crate) fn resolve_positions<'a>(
     positions: Positions<'a>,
     layout: &Layout,
     mrope: bool,
-) -> Result<(PassPositions<'a>, u64)> {
+) -> Result<(PassPositions<'a>, Option<u64>)> {
     let [b, _, s, _] = layout.shape;
     if mrope != matches!(positions, Positions::Axes(_)) {
         return Err(Error::PositionsMismatch(
@@ -423,7 +431,7 @@ pub(crate) fn resolve_positions<'a>(
     let resolved = match positions {
         Positions::Start(start) => {
             check_contiguous_positions(start, s)?;
-            return Ok((PassPositions::Start(start), u64::from(start) + s));
+            return Ok((PassPositions::Start(start), Some(u64::from(start) + s)));
         }
         Positions::BatchStarts(v) => PassPositions::BatchStarts(words(v, b, "batch starts")?),
         Positions::Ids(v) => PassPositions::Ids(words(v, b * s, "position ids")?),
@@ -447,7 +455,7 @@ pub(crate) fn resolve_positions<'a>(
             }
         }
     };
-    Ok((resolved, s))
+    Ok((resolved, None))
 }
 
 /// Vec4 access needs whole groups of 4 pairs (8 elements of a row) and every row of every
