@@ -310,7 +310,11 @@ impl HostPositions<'_> {
 /// A caller-provided cos/sin cache (the vLLM `cos_sin_cache` and ONNX Runtime
 /// `cos_cache`/`sin_cache` conventions): the cos and sin of pair `j` at position `p` are the
 /// f32 values at index `p * row_stride + j` of `cos` and of `sin`. Angles then come from it
-/// instead of the frequencies (and the spec's base and scaling are not used).
+/// instead of the frequencies: the spec's base, scaling and attention factor are not used.
+/// The values are taken as the final cos and sin, the attention factor (YaRN's mscale,
+/// LongRoPE's scaling) already in them, as HF transformers' rotary modules return them and
+/// vLLM builds its `cos_sin_cache` (tested with a cache built by HF's own code,
+/// `tests/data/hf/hf_cos_sin_cache.py`). Only `RopeSpec::inverse` still applies.
 #[derive(Clone, Copy, Debug)]
 pub struct CosSinCache<'a> {
     /// First cos value.

@@ -400,3 +400,141 @@ fn host_positions_the_gpu_cannot_check() {
         .expect_err("offset overflow");
     assert!(matches!(e, Error::PositionOverflow { seq: 6, .. }), "{e}");
 }
+
+#[test]
+fn q_and_k_or_source_and_output_sharing_elements() {
+    let b = buffer(
+        1 << 16,
+        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+    );
+    let q = Layout::bshd([1, 4, 8, 16]);
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let spec = RopeSpec::new();
+    // K the same view as Q, and K shifted by one head inside Q's token rows.
+    for k in [q, Layout::strided([1, 2, 8, 16], q.strides).with_offset(16)] {
+        let e = ctx()
+            .encode_rope_qk(
+                &mut encoder,
+                &spec,
+                &TensorView::new(&b, q),
+                &TensorView::new(&b, k),
+                Positions::Start(0),
+            )
+            .expect_err("Q and K share elements");
+        assert!(matches!(e, Error::TensorsOverlap { .. }), "{e}");
+    }
+    // Q and K interleaved by token without sharing an element (packed QKV) are fine.
+    let row = 8 * 16;
+    let packed_q = Layout::strided([1, 4, 8, 16], [0, 16, row]);
+    let packed_k = Layout::strided([1, 2, 8, 16], [0, 16, row]).with_offset(4 * 16);
+    ctx()
+        .encode_rope_qk(
+            &mut encoder,
+            &spec,
+            &TensorView::new(&b, packed_q),
+            &TensorView::new(&b, packed_k),
+            Positions::Start(0),
+        )
+        .expect("packed Q and K are disjoint");
+    // Out of place onto the source shifted by one row.
+    let call = wgpu_posenc::RopeCall::new(TensorView::new(&b, q), Positions::Start(0))
+        .with_output(TensorView::new(&b, q.with_offset(16)));
+    let e = ctx()
+        .encode_rope_call(&mut encoder, &spec, &call)
+        .expect_err("output over its source");
+    assert!(matches!(e, Error::TensorsOverlap { .. }), "{e}");
+}
+
+#[test]
+fn positions_in_a_buffer_the_call_writes_are_an_error() {
+    // WebGPU forbids one buffer bound writable (the tensor) and read-only (the ids) in one
+    // dispatch: a typed error, never an invalid bind group.
+    let b = buffer(
+        1 << 16,
+        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+    );
+    let view = TensorView::new(&b, Layout::bhsd([1, 2, 8, 16]));
+    let e = rope(
+        &RopeSpec::new(),
+        view,
+        Positions::Ids(ArrayView::at(&b, 1 << 15)),
+    );
+    assert!(
+        matches!(
+            e,
+            Error::BindingConflict {
+                both_writable: false,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn host_positions_too_short_are_refused_before_upload() {
+    // One token, an empty id slice: an error, not a zero uploaded in its place.
+    let mut data = vec![0.5f32; 16];
+    let layout = Layout::bhsd([1, 1, 1, 16]);
+    for positions in [
+        HostPositions::Ids(&[]),
+        HostPositions::BatchStarts(&[]),
+        HostPositions::Axes(&[1, 2]),
+    ] {
+        let spec = if matches!(positions, HostPositions::Axes(_)) {
+            RopeSpec::new().mrope([2, 3, 3], false)
+        } else {
+            RopeSpec::new()
+        };
+        let e = ctx()
+            .rope_host(&spec, layout, &mut data, positions)
+            .expect_err("too short");
+        assert!(matches!(e, Error::PositionIdsTooShort { .. }), "{e}");
+    }
+    assert_eq!(data, vec![0.5f32; 16], "nothing ran");
+}
+
+#[test]
+fn length_dependent_scaling_with_gpu_positions_needs_the_length() {
+    // HF picks LongRoPE's factors from max(position_ids) + 1, which the host cannot see in
+    // a GPU buffer: Phi-3 at ids 32640..32767 needs the long factors, the view's length
+    // (128) would select the short ones.
+    let b = storage(1 << 16);
+    let ids = common::u32_buffer(&(32_640..32_768).collect::<Vec<u32>>());
+    let spec = RopeSpec::new().scaling(wgpu_posenc::Scaling::LongRope {
+        short_factor: vec![1.0; 8],
+        long_factor: vec![4.0; 8],
+        original_max_position_embeddings: 4096,
+        max_position_embeddings: 131_072,
+        attention_factor: None,
+    });
+    let view = TensorView::new(&b, Layout::bhsd([1, 1, 128, 16]));
+    let e = rope(&spec, view, Positions::Ids(ArrayView::new(&ids)));
+    assert!(matches!(e, Error::ScalingSeqLenNeeded { .. }), "{e}");
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    ctx()
+        .encode_rope(
+            &mut encoder,
+            &spec.clone().scaling_seq_len(32_768),
+            &view,
+            Positions::Ids(ArrayView::new(&ids)),
+        )
+        .expect("with the length given");
+}
+
+#[test]
+fn frequencies_too_large_to_reduce_exactly() {
+    // Reciprocal timescales from 1e-15: a frequency of 1e15 rad per position.
+    let b = storage(1 << 12);
+    let view = TensorView::new(&b, Layout::rows(4, 8));
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let e = ctx()
+        .encode_sinusoidal_table(
+            &mut encoder,
+            &SinusoidalSpec::new(8).timescales(1e-15, 1.0),
+            &view,
+            0,
+        )
+        .expect_err("1e15 rad per position");
+    assert!(matches!(e, Error::InvalidParameter { .. }), "{e}");
+}

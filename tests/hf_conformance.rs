@@ -249,3 +249,55 @@ fn unknown_families_and_configs_hf_refuses_are_errors() {
         assert!(e.is_err(), "{what}: {e:?}");
     }
 }
+
+#[test]
+fn a_cos_sin_cache_built_by_hf_is_used_as_given() {
+    // HF's rotary modules return cos and sin with the attention factor in them (Qwen2.5 YaRN
+    // x1.1386, Phi-3 LongRoPE x1.1902): a cache of them replaces the spec's angles, factor
+    // included, so the rotation is HF's.
+    let doc = data("hf_cos_sin_cache.json");
+    let ctx = common::ctx();
+    for case in doc["cases"].as_array().expect("cases") {
+        let name = case["name"].as_str().expect("name");
+        let r = case["rotary_dim"].as_u64().expect("r");
+        let max_pos = case["max_pos"].as_u64().expect("max_pos");
+        let flat = |k: &str| -> Vec<f32> {
+            rows(&case[k])
+                .into_iter()
+                .flatten()
+                .map(|v| v as f32)
+                .collect()
+        };
+        let (cos, sin) = (flat("cos"), flat("sin"));
+        let ids = u32s(&case["ids"]);
+        let input = flat("input");
+        let output: Vec<f64> = rows(&case["output"]).into_iter().flatten().collect();
+        let spec = RopeSpec::from_hf_config(&data(case["config"].as_str().expect("config")), r)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let layout = Layout::bhsd([1, 1, ids.len() as u64, r]);
+        let (cos_buf, sin_buf, id_buf) = (
+            common::f32_buffer(&cos),
+            common::f32_buffer(&sin),
+            common::u32_buffer(&ids),
+        );
+        let flag = common::u32_buffer(&[0; 4]);
+        let out = common::run_on_buffer(&input, |encoder, buffer| {
+            let cache = wgpu_posenc::CosSinCache::split(&cos_buf, &sin_buf, max_pos, r)
+                .with_overflow_flag(wgpu_posenc::ArrayView::new(&flag));
+            let call = wgpu_posenc::RopeCall::new(
+                wgpu_posenc::TensorView::new(buffer, layout),
+                wgpu_posenc::Positions::Ids(wgpu_posenc::ArrayView::new(&id_buf)),
+            )
+            .with_cache(cache);
+            ctx.encode_rope_call(encoder, &spec, &call)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        });
+        let worst = out
+            .iter()
+            .zip(&output)
+            .map(|(&g, &w)| (f64::from(g) - w).abs())
+            .fold(0.0, f64::max);
+        eprintln!("{name}: HF cache, max |error| {worst:.2e}");
+        assert!(worst <= GPU_TOL, "{name}: {worst:e}");
+    }
+}

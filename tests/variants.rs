@@ -621,3 +621,117 @@ fn sinusoidal_timescales_and_padding() {
         }
     }
 }
+
+#[test]
+fn k_is_rotated_when_q_has_no_heads() {
+    let mut rng = Rng::new(51);
+    let spec = RopeSpec::new();
+    let q_layout = Layout::bshd([1, 0, 9, 32]);
+    let k_layout = Layout::bshd([1, 2, 9, 32]);
+    let k = guarded_input(&mut rng, &k_layout, 5);
+    let q = vec![1.0f32; 4];
+    let out = run_on_buffers(&[&q, &k], |encoder, b| {
+        ctx()
+            .encode_rope_qk(
+                encoder,
+                &spec,
+                &TensorView::new(&b[0], q_layout),
+                &TensorView::new(&b[1], k_layout),
+                Positions::Start(11),
+            )
+            .expect("qk");
+    });
+    let mut expected = widen(&k);
+    reference::rope(&spec, &k_layout, &mut expected, HostPositions::Start(11));
+    assert_matches(&k, &out[1], &expected, TOL, "K");
+    assert_eq!(bits(&out[0]), bits(&q), "empty Q untouched");
+}
+
+#[test]
+fn per_row_starts_continue_across_token_blocks() {
+    // [2, 4, 300, 32] BSHD with a 16 KiB binding: blocks of a few tokens each; every block
+    // after the first must continue from the row's start (RoPE and the sinusoidal add).
+    let mut rng = Rng::new(52);
+    let capped = ctx().clone().with_max_binding_size(16 << 10);
+    let starts = [7u32, 100_000];
+    let starts_buf = u32_buffer(&starts);
+    let layout = Layout::bshd([2, 4, 300, 32]);
+    let x = guarded_input(&mut rng, &layout, 9);
+    let spec = RopeSpec::new();
+    let mut report = None;
+    let out = run_on_buffers(&[&x], |encoder, b| {
+        report = Some(
+            capped
+                .encode_rope(
+                    encoder,
+                    &spec,
+                    &TensorView::new(&b[0], layout),
+                    Positions::BatchStarts(ArrayView::new(&starts_buf)),
+                )
+                .expect("rope"),
+        );
+    });
+    assert!(report.expect("report").blocks > 2);
+    let mut expected = widen(&x);
+    reference::rope(
+        &spec,
+        &layout,
+        &mut expected,
+        HostPositions::BatchStarts(&starts),
+    );
+    assert_matches(&x, &out[0], &expected, TOL, "rope per-row starts");
+
+    let sin = SinusoidalSpec::new(32);
+    let emb = Layout::bsd(2, 300, 32);
+    let x = guarded_input(&mut rng, &emb, 9);
+    let out = run_on_buffers(&[&x], |encoder, b| {
+        capped
+            .encode_sinusoidal_add(
+                encoder,
+                &sin,
+                &TensorView::new(&b[0], emb),
+                Positions::BatchStarts(ArrayView::new(&starts_buf)),
+                2.0,
+            )
+            .expect("add");
+    });
+    let mut expected = widen(&x);
+    reference::sinusoidal_add(
+        &sin,
+        &emb,
+        &mut expected,
+        HostPositions::BatchStarts(&starts),
+        2.0,
+    );
+    assert_matches(&x, &out[0], &expected, TOL, "sinusoidal per-row starts");
+}
+
+#[test]
+fn tensor2tensor_timescales_are_what_its_code_computes() {
+    // get_timing_signal_1d: inv_timescale_i = min * exp(-i * ln(max / min) / (n - 1)).
+    let (min, max, d) = (2.0f64, 5000.0f64, 64u64);
+    let n = d / 2;
+    let code = SinusoidalSpec::new(d).tensor2tensor_timescales(min, max);
+    let inc = (max / min).ln() / (n - 1) as f64;
+    for (i, w) in code.frequencies().iter().enumerate() {
+        let want = min * (-(i as f64) * inc).exp();
+        assert!(
+            (w - want).abs() <= 4.0 * f64::EPSILON * want,
+            "{i}: {w} vs {want}"
+        );
+    }
+    // The reciprocal (docstring) form differs unless min == 1.
+    let docstring = SinusoidalSpec::new(d).timescales(min, max).frequencies();
+    assert!((docstring[0] - 1.0 / min).abs() < 1e-15);
+    let one = SinusoidalSpec::new(d).timescales(1.0, max).frequencies();
+    let one_code = SinusoidalSpec::new(d)
+        .tensor2tensor_timescales(1.0, max)
+        .frequencies();
+    for (a, b) in one.iter().zip(&one_code) {
+        assert!((a - b).abs() <= 2.0 * f64::EPSILON * a);
+    }
+    // And the GPU table of the code form matches the reference.
+    let table = ctx().sinusoidal_table_host(&code, 50, 3).expect("table");
+    let expected = reference::sinusoidal_table(&code, 50, 3);
+    assert!(common::max_error(&table, &expected) < TOL);
+}

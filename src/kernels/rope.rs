@@ -198,7 +198,13 @@ impl PosEnc {
             cache,
             pad_pos: None,
             sin_sign: if spec.inverse { -1.0 } else { 1.0 },
-            scale: freqs.attention_factor as f32,
+            // A cache holds the final cos and sin, the attention factor included, as HF's
+            // rotary modules and vLLM's cos_sin_cache build them.
+            scale: if cache.is_some() {
+                1.0
+            } else {
+                freqs.attention_factor as f32
+            },
         };
         if second == Second::InPlace && pass.b.is_some_and(|k| k.layout.rows_count() == 0) {
             // K has no heads: Q alone.
