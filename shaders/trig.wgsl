@@ -34,7 +34,7 @@ struct SinCos {
     c: FV,
 }
 
-// Sine and cosine of `u` / 2^32 revolutions, within 2.5e-7 absolute of the exact value.
+// Sine and cosine of `u` / 2^32 revolutions, within 1.5e-7 absolute of the exact value.
 fn sincos_turns(u: UV) -> SinCos {
     // Round to the nearest quarter turn: q is that quadrant, r the rest in [-2^29, 2^29)
     // (quarter turns scaled by 2^30). The add wraps, taking quadrant 4 back to 0.

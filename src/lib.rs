@@ -10,7 +10,7 @@
 //!   BSHD and other layouts are the same call.
 //! - Angles are exact at every u32 position: each frequency is held as 64-bit fixed-point
 //!   revolutions and reduced in integer arithmetic on the GPU, then a polynomial gives sin
-//!   and cos within 2.5e-7 of the true value. The WGSL built-in `sin`/`cos` are not used.
+//!   and cos within 1.5e-7 of the real-number value. The WGSL built-in `sin`/`cos` are not used.
 //! - [`mod@reference`] is the scalar f64 CPU twin of every kernel.
 //!
 //! ```no_run

@@ -552,6 +552,31 @@ fn rope_cache(rec: &mut Recorder, rng: &mut Rng) {
     );
 }
 
+/// The sinusoidal table in bf16 (whole words per vec4 group, and a scalar row width).
+fn sinusoidal_bf16(rec: &mut Recorder) {
+    for d in [64u64, 6] {
+        let spec = SinusoidalSpec::new(d);
+        let layout = Layout::rows(21, d).with_offset(2);
+        let initial: Vec<u16> = (0..(layout.end().expect("valid") + 5) as usize)
+            .map(|i| 0x7fc0 | (i as u16 & 0x3f))
+            .collect();
+        let mut expected = widen_bf16(&initial);
+        let rows = reference::sinusoidal_table(&spec, 21, 77);
+        expected[2..2 + rows.len()].copy_from_slice(&rows);
+        let buffer = rec.u16(&initial);
+        let check = rec.check_bf16(&buffer, &initial, expected);
+        rec.call(
+            &format!("sinusoidal table, d_model {d}, bf16"),
+            |ctx, encoder| {
+                let view = TensorView::new(&buffer, layout).with_dtype(Dtype::BF16);
+                ctx.encode_sinusoidal_table(encoder, &spec, &view, 77)
+                    .map(drop)
+            },
+            vec![check],
+        );
+    }
+}
+
 fn sinusoidal(rec: &mut Recorder, rng: &mut Rng) {
     for (layout, name) in [
         (SinusoidalLayout::Interleaved, "interleaved"),
@@ -692,7 +717,7 @@ fn recorded() -> &'static Recorder {
         for (name, spec, layout, host) in &f32_cases {
             rope(&mut rec, name, spec, *layout, Dtype::F32, *host, &mut rng);
         }
-        for (name, spec, layout, host) in &f32_cases[..5] {
+        for (name, spec, layout, host) in f32_cases[..5].iter().chain(&f32_cases[6..8]) {
             let name = format!("{name}, bf16");
             rope(&mut rec, &name, spec, *layout, Dtype::BF16, *host, &mut rng);
         }
@@ -739,6 +764,7 @@ fn recorded() -> &'static Recorder {
         );
         rope_cache(&mut rec, &mut rng);
         sinusoidal(&mut rec, &mut rng);
+        sinusoidal_bf16(&mut rec);
         rec
     })
 }
