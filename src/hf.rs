@@ -675,29 +675,7 @@ impl<'a> Reader<'a> {
                 head_dim,
             });
         }
-        let n = self.num_layers(Some(26))?;
-        let layers = match self.text.get("layer_types") {
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|t| match t.as_str() {
-                    Some("sliding_attention") => Ok(0),
-                    Some("full_attention") => Ok(1),
-                    _ => Err(invalid(
-                        "layer_types",
-                        "sliding_attention or full_attention",
-                        t,
-                    )),
-                })
-                .collect::<Result<Vec<usize>, _>>()?,
-            _ => {
-                let pattern = opt_u64(self.text, "sliding_window_pattern")?
-                    .unwrap_or(6)
-                    .max(1);
-                (0..n)
-                    .map(|i| usize::from((i + 1) % pattern == 0))
-                    .collect()
-            }
-        };
+        let layers = self.sliding_or_full(Some(26), false)?;
         let mut ropes = ropes.into_iter();
         Ok(HfRope {
             model_type,
@@ -753,9 +731,26 @@ impl Reader<'_> {
                 }),
             ));
         }
-        let n = self.num_layers(None)?;
-        let layers = match self.text.get("layer_types") {
-            Some(Value::Array(a)) => a
+        let layers = self.sliding_or_full(None, true)?;
+        Ok(HfRope {
+            model_type,
+            layer_types,
+            layers,
+        })
+    }
+}
+
+impl Reader<'_> {
+    /// Per layer, 0 for `sliding_attention` and 1 for `full_attention`: the config's
+    /// `layer_types`, else every `sliding_window_pattern`-th layer (default 6) global, and
+    /// with `last_full` the last one too (Gemma 4).
+    fn sliding_or_full(
+        &self,
+        default_layers: Option<u64>,
+        last_full: bool,
+    ) -> Result<Vec<usize>, FrequencyError> {
+        if let Some(Value::Array(a)) = self.text.get("layer_types") {
+            return a
                 .iter()
                 .map(|t| match t.as_str() {
                     Some("sliding_attention") => Ok(0),
@@ -766,21 +761,15 @@ impl Reader<'_> {
                         t,
                     )),
                 })
-                .collect::<Result<Vec<usize>, _>>()?,
-            _ => {
-                let pattern = opt_u64(self.text, "sliding_window_pattern")?
-                    .unwrap_or(6)
-                    .max(1);
-                (0..n)
-                    .map(|i| usize::from((i + 1) % pattern == 0 || i + 1 == n))
-                    .collect()
-            }
-        };
-        Ok(HfRope {
-            model_type,
-            layer_types,
-            layers,
-        })
+                .collect();
+        }
+        let n = self.num_layers(default_layers)?;
+        let pattern = opt_u64(self.text, "sliding_window_pattern")?
+            .unwrap_or(6)
+            .max(1);
+        Ok((0..n)
+            .map(|i| usize::from((i + 1).is_multiple_of(pattern) || (last_full && i + 1 == n)))
+            .collect())
     }
 }
 

@@ -206,9 +206,10 @@ impl PosEnc {
                 freqs.attention_factor as f32
             },
         };
-        if second == Second::InPlace && pass.b.is_some_and(|k| k.layout.rows_count() == 0) {
-            // K has no heads: Q alone.
-            let q = PairPass {
+        if second == Second::InPlace {
+            // One of the two alone, as a pass of its own.
+            let alone = |view| PairPass {
+                a: view,
                 b: None,
                 spec: Specialization {
                     second: Second::None,
@@ -216,36 +217,19 @@ impl PosEnc {
                 },
                 ..pass.clone()
             };
-            return self.encode_pass(encoder, &q);
-        }
-        if second == Second::InPlace && pass.a.layout.rows_count() == 0 {
-            // Q has no heads (K has the same batch and seq): K alone.
-            let k = PairPass {
-                a: pass.b.expect("K"),
-                b: None,
-                spec: Specialization {
-                    second: Second::None,
-                    ..pass.spec
-                },
-                ..pass.clone()
-            };
-            return self.encode_pass(encoder, &k);
-        }
-        if second == Second::InPlace && self.plan(&pass).block_shape().is_none() {
+            let (q, k) = (alone(pass.a), alone(pass.b.expect("K")));
+            if k.a.layout.rows_count() == 0 {
+                return self.encode_pass(encoder, &q);
+            }
+            if q.a.layout.rows_count() == 0 {
+                // Q has no heads (K has the same batch and seq).
+                return self.encode_pass(encoder, &k);
+            }
+            if self.plan(&pass).block_shape().is_some() {
+                return self.encode_pass(encoder, &pass);
+            }
             // One token of every Q and K head does not fit one binding each (e.g. BHSD heads
             // a whole sequence apart): rotate Q and K in passes of their own.
-            let q = PairPass {
-                b: None,
-                spec: Specialization {
-                    second: Second::None,
-                    ..pass.spec
-                },
-                ..pass.clone()
-            };
-            let k = PairPass {
-                a: pass.b.expect("K"),
-                ..q.clone()
-            };
             let report = self.encode_pass(encoder, &q)?;
             return Ok(report.merge(self.encode_pass(encoder, &k)?));
         }
