@@ -13,12 +13,36 @@ use wgpu_posenc::{
     reference,
 };
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let seq: u64 = match args.iter().position(|a| a == "--seq") {
-        Some(i) => args.get(i + 1).ok_or("--seq needs a value")?.parse()?,
-        None => 8192,
+/// Errors print their message (not their Debug form) and exit with status 1.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("demo: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--seq N`: a whole number of tokens from 1 to 2^20.
+fn parse_seq(args: &[String]) -> Result<u64, String> {
+    let Some(i) = args.iter().position(|a| a == "--seq") else {
+        return Ok(8192);
     };
+    let value = args
+        .get(i + 1)
+        .ok_or("--seq needs a value, e.g. --seq 4096")?;
+    match value.parse::<u64>() {
+        Ok(n) if (1..=1 << 20).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "--seq {value:?}: give a whole number of tokens from 1 to 1048576"
+        )),
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let seq = parse_seq(&args)?;
     let ctx = PosEnc::with_default_adapter()?;
     let info = ctx.adapter_info().ok_or("no adapter info")?;
     println!(
@@ -102,7 +126,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     times.sort_by(f64::total_cmp);
-    let best = times[0];
+    let best = *times.first().ok_or("no timed run")?;
     let bytes = 2.0 * (n * 4) as f64;
     println!(
         "rope in place {shape:?} f32 ({:.0} MiB, {} dispatch(es)): {:.2} ms per submit+wait, {:.2} GB/s read+write, max |error| {rope_err:.2e}",

@@ -26,7 +26,7 @@ pub struct PosEnc {
     pub(crate) bind_group_layout: wgpu::BindGroupLayout,
     pub(crate) pipeline_layout: wgpu::PipelineLayout,
     pub(crate) pipelines: Arc<Mutex<HashMap<Specialization, wgpu::ComputePipeline>>>,
-    pub(crate) frequencies: Arc<Mutex<HashMap<Vec<u32>, wgpu::Buffer>>>,
+    pub(crate) frequencies: Arc<Mutex<FrequencyCache>>,
     /// Bound to read-only slots a variant does not use (ids, offsets, caches).
     pub(crate) dummy: wgpu::Buffer,
     /// Bound to the second-tensor slot when a variant does not use it; a buffer cannot be
@@ -48,8 +48,13 @@ pub struct PosEnc {
 
 impl PosEnc {
     /// Wraps the caller's device and queue. Nothing is compiled until first use.
-    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Self {
+    ///
+    /// The device must have the limits the kernels need (WebGPU's default limits are
+    /// enough; [`wgpu::Limits::downlevel_defaults`] is not: it allows 4 storage buffers per
+    /// stage, the kernels bind 8): an [`Error::DeviceLimit`] names the one that is short.
+    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self> {
         let limits = device.limits();
+        check_limits(&limits)?;
         let storage = |read_only| wgpu::BindingType::Buffer {
             ty: wgpu::BufferBindingType::Storage { read_only },
             has_dynamic_offset: false,
@@ -96,7 +101,7 @@ impl PosEnc {
                 usage: wgpu::BufferUsages::STORAGE,
             })
         };
-        Self {
+        Ok(Self {
             device: device.clone(),
             queue: queue.clone(),
             adapter: None,
@@ -117,7 +122,7 @@ impl PosEnc {
             roofline: Arc::default(),
             #[cfg(feature = "capture")]
             capture: None,
-        }
+        })
     }
 
     /// Records every pass this context dispatches into `capture` from now on (and the
@@ -131,25 +136,37 @@ impl PosEnc {
         self
     }
 
-    /// A buffer with `contents` (noted by the capture, when there is one).
+    /// A buffer with `contents` (noted by the capture, when there is one), after checking
+    /// its size against the device's `max_buffer_size`.
     pub(crate) fn buffer_init(
         &self,
-        label: &str,
+        label: &'static str,
         contents: &[u8],
         usage: wgpu::BufferUsages,
-    ) -> wgpu::Buffer {
-        let buffer = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage,
-            });
+    ) -> Result<wgpu::Buffer> {
+        self.check_buffer_size(label, contents.len() as u64)?;
+        let buffer = self.scoped(label, || {
+            self.device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some(label),
+                    contents,
+                    usage,
+                })
+        })?;
         #[cfg(feature = "capture")]
         if let Some(capture) = &self.capture {
             capture.note_buffer(&buffer, contents);
         }
-        buffer
+        Ok(buffer)
+    }
+
+    /// `bytes` must fit one buffer of the device.
+    pub(crate) fn check_buffer_size(&self, what: &'static str, bytes: u64) -> Result<()> {
+        let limit = self.device.limits().max_buffer_size;
+        if bytes > limit {
+            return Err(Error::BufferLimit { what, bytes, limit });
+        }
+        Ok(())
     }
 
     /// Picks an adapter the wgpu way (`WGPU_BACKEND`, `WGPU_ADAPTER_NAME`,
@@ -190,7 +207,7 @@ impl PosEnc {
                 })?,
         };
         let (device, queue) = Self::request_device(&adapter).await?;
-        let mut ctx = Self::new(&device, &queue);
+        let mut ctx = Self::new(&device, &queue)?;
         ctx.adapter = Some(adapter.get_info());
         Ok(ctx)
     }
@@ -258,60 +275,223 @@ impl PosEnc {
     /// unpacked from u32 words).
     pub(crate) fn check_dtype(&self, dtype: Dtype) -> Result<()> {
         if dtype == Dtype::F16 && !self.device.features().contains(wgpu::Features::SHADER_F16) {
+            // A device this context requested has every optional feature its adapter has;
+            // a caller's device may have been created without it.
+            let hint = if self.adapter.is_some() {
+                ": use f32, or an adapter with f16 shaders (Vulkan, Metal, DX12); the GL \
+                 backend has none"
+            } else {
+                ": request wgpu::Features::SHADER_F16 in the DeviceDescriptor when the \
+                 adapter lists it (adapter.features()), or use f32"
+            };
             return Err(Error::MissingFeature {
                 what: "an f16 tensor",
                 feature: wgpu::Features::SHADER_F16,
                 adapter: self.adapter_name(),
-                hint: ": use f32, or an adapter with f16 shaders (Vulkan, Metal, DX12); \
-                       the GL backend has none",
+                hint,
             });
         }
         Ok(())
     }
 
-    /// The pipeline of a specialization, compiled on first use.
-    pub(crate) fn pipeline(&self, spec: Specialization) -> wgpu::ComputePipeline {
+    /// The pipeline of a specialization, compiled on first use; a device error (which
+    /// wgpu would otherwise report to its uncaptured-error handler, by default a panic) is
+    /// returned.
+    pub(crate) fn pipeline(&self, spec: Specialization) -> Result<wgpu::ComputePipeline> {
         let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        cache
-            .entry(spec)
-            .or_insert_with(|| {
-                let source = spec.source();
-                let module = self
-                    .device
-                    .create_shader_module(wgpu::ShaderModuleDescriptor {
-                        label: Some("wgpu-posenc"),
-                        source: wgpu::ShaderSource::Wgsl(source.into()),
-                    });
-                let constants = spec.constants();
-                self.device
-                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                        label: Some("wgpu-posenc"),
-                        layout: Some(&self.pipeline_layout),
-                        module: &module,
-                        entry_point: Some("main"),
-                        compilation_options: wgpu::PipelineCompilationOptions {
-                            constants: &constants,
-                            // Kernels use no workgroup memory.
-                            zero_initialize_workgroup_memory: false,
-                        },
-                        cache: None,
-                    })
-            })
-            .clone()
+        if let Some(p) = cache.get(&spec) {
+            return Ok(p.clone());
+        }
+        let pipeline = self.scoped("compiling a kernel", || {
+            let module = self
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some("wgpu-posenc"),
+                    source: wgpu::ShaderSource::Wgsl(spec.source().into()),
+                });
+            let constants = spec.constants();
+            self.device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some("wgpu-posenc"),
+                    layout: Some(&self.pipeline_layout),
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: &constants,
+                        // Kernels use no workgroup memory.
+                        zero_initialize_workgroup_memory: false,
+                    },
+                    cache: None,
+                })
+        })?;
+        cache.insert(spec, pipeline.clone());
+        Ok(pipeline)
     }
 
-    /// The packed frequency buffer for `words`, uploaded on first use.
-    pub(crate) fn frequency_buffer(&self, words: Vec<u32>) -> wgpu::Buffer {
+    /// Runs `make` under validation and out-of-memory error scopes and returns what it
+    /// made, or the device's error as [`Error::Device`].
+    pub(crate) fn scoped<T>(&self, what: &'static str, make: impl FnOnce() -> T) -> Result<T> {
+        let memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let made = make();
+        let invalid = pollster::block_on(validation.pop());
+        let oom = pollster::block_on(memory.pop());
+        match invalid.or(oom) {
+            None => Ok(made),
+            Some(e) => Err(Error::Device {
+                what,
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// The packed frequency buffer for `words`, uploaded on first use and kept in a
+    /// cache bounded by [`FrequencyCache`]'s limits.
+    pub(crate) fn frequency_buffer(&self, words: Vec<u32>) -> Result<wgpu::Buffer> {
         let mut cache = self.frequencies.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(buffer) = cache.get(&words) {
-            return buffer.clone();
+            return Ok(buffer);
         }
         let buffer = self.buffer_init(
             "wgpu-posenc frequencies",
             bytemuck::cast_slice(&words),
             wgpu::BufferUsages::STORAGE,
-        );
+        )?;
         cache.insert(words, buffer.clone());
-        buffer
+        Ok(buffer)
     }
+
+    /// Drops every cached frequency buffer and bind group (compiled pipelines stay): after
+    /// this, the context holds none of the caller's buffers.
+    pub fn clear_caches(&self) {
+        *self.frequencies.lock().unwrap_or_else(|e| e.into_inner()) = FrequencyCache::default();
+        *self.bind_groups.lock().unwrap_or_else(|e| e.into_inner()) = Default::default();
+        *self
+            .last_frequencies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// What the caches hold now (see [`CacheUsage`] for their bounds).
+    pub fn cache_usage(&self) -> CacheUsage {
+        let frequencies = self.frequencies.lock().unwrap_or_else(|e| e.into_inner());
+        let binds = self.bind_groups.lock().unwrap_or_else(|e| e.into_inner());
+        CacheUsage {
+            frequency_buffers: frequencies.entries.len(),
+            frequency_bytes: frequencies.bytes,
+            bind_groups: binds.len(),
+            held_bytes: binds.held_bytes(),
+        }
+    }
+}
+
+/// What a context's caches hold: packed frequency buffers (at most
+/// [`CacheUsage::MAX_FREQUENCY_BUFFERS`] and [`CacheUsage::MAX_FREQUENCY_BYTES`]) and the bind
+/// groups of recent small passes, which keep the caller's buffers they bind alive (at most
+/// [`CacheUsage::MAX_BIND_GROUPS`] entries over at most [`CacheUsage::MAX_HELD_BYTES`] of
+/// distinct buffers). Least recently used entries go first; [`PosEnc::clear_caches`] empties
+/// both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheUsage {
+    /// Frequency buffers cached.
+    pub frequency_buffers: usize,
+    /// Their bytes.
+    pub frequency_bytes: u64,
+    /// Cached bind-group sets (one per recent pass).
+    pub bind_groups: usize,
+    /// Bytes of the distinct buffers (the caller's and the crate's) they keep alive.
+    pub held_bytes: u64,
+}
+
+impl CacheUsage {
+    /// Most frequency buffers kept.
+    pub const MAX_FREQUENCY_BUFFERS: usize = 64;
+    /// Most bytes of frequency buffers kept.
+    pub const MAX_FREQUENCY_BYTES: u64 = 4 << 20;
+    /// Most bind-group sets kept.
+    pub const MAX_BIND_GROUPS: usize = 32;
+    /// Most bytes of buffers the cached bind groups may keep alive.
+    pub const MAX_HELD_BYTES: u64 = 64 << 20;
+}
+
+/// Packed frequency buffers by contents, most recent first, within [`CacheUsage`]'s bounds.
+#[derive(Debug, Default)]
+pub(crate) struct FrequencyCache {
+    entries: std::collections::VecDeque<(Vec<u32>, wgpu::Buffer)>,
+    bytes: u64,
+}
+
+impl FrequencyCache {
+    fn get(&mut self, words: &[u32]) -> Option<wgpu::Buffer> {
+        let at = self.entries.iter().position(|(w, _)| w == words)?;
+        let entry = self.entries.remove(at)?;
+        let buffer = entry.1.clone();
+        self.entries.push_front(entry);
+        Some(buffer)
+    }
+
+    fn insert(&mut self, words: Vec<u32>, buffer: wgpu::Buffer) {
+        self.bytes += buffer.size();
+        self.entries.push_front((words, buffer));
+        while self.entries.len() > CacheUsage::MAX_FREQUENCY_BUFFERS
+            || (self.bytes > CacheUsage::MAX_FREQUENCY_BYTES && self.entries.len() > 1)
+        {
+            if let Some((_, old)) = self.entries.pop_back() {
+                self.bytes -= old.size();
+            }
+        }
+    }
+}
+
+/// The device limits the kernels need, each checked with its name.
+fn check_limits(limits: &wgpu::Limits) -> Result<()> {
+    let need = [
+        (
+            "max_storage_buffers_per_shader_stage",
+            8,
+            u64::from(limits.max_storage_buffers_per_shader_stage),
+        ),
+        (
+            "max_bindings_per_bind_group",
+            9,
+            u64::from(limits.max_bindings_per_bind_group),
+        ),
+        ("max_bind_groups", 1, u64::from(limits.max_bind_groups)),
+        (
+            "max_uniform_buffers_per_shader_stage",
+            1,
+            u64::from(limits.max_uniform_buffers_per_shader_stage),
+        ),
+        (
+            "max_uniform_buffer_binding_size",
+            size_of::<crate::kernels::plan::Params>() as u64,
+            limits.max_uniform_buffer_binding_size,
+        ),
+        (
+            "max_compute_workgroup_size_x",
+            crate::kernels::WORKGROUP,
+            u64::from(limits.max_compute_workgroup_size_x),
+        ),
+        (
+            "max_compute_invocations_per_workgroup",
+            crate::kernels::WORKGROUP,
+            u64::from(limits.max_compute_invocations_per_workgroup),
+        ),
+        (
+            "max_compute_workgroups_per_dimension",
+            65_535,
+            u64::from(limits.max_compute_workgroups_per_dimension),
+        ),
+        (
+            "max_storage_buffer_binding_size",
+            4096,
+            limits.max_storage_buffer_binding_size,
+        ),
+    ];
+    for (limit, needed, got) in need {
+        if got < needed {
+            return Err(Error::DeviceLimit { limit, needed, got });
+        }
+    }
+    Ok(())
 }

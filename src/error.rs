@@ -108,7 +108,8 @@ pub enum Error {
     },
     /// The number of elements, or an element index, does not fit the indexing type.
     #[error(
-        "shape {shape:?} with strides {strides:?} overflows {limit} indexing: split the tensor"
+        "shape {shape:?} with strides {strides:?} overflows {limit} indexing: the offset, \
+         strides or shape are larger than any buffer can be (check them)"
     )]
     ShapeOverflow {
         /// The shape given.
@@ -301,6 +302,57 @@ pub enum Error {
     ScalingSeqLenNeeded {
         /// The scaling type.
         scaling: &'static str,
+    },
+    /// The device lacks a limit the kernels need.
+    #[error(
+        "the device's {limit} is {got}, but the kernels need at least {needed}: request it \
+         when creating the device (wgpu::Limits {{ {limit}: {needed}, .. }}, or \
+         PosEnc::request_device, which asks for the adapter's limits); WebGPU's default \
+         limits are enough, wgpu::Limits::downlevel_defaults() is not"
+    )]
+    DeviceLimit {
+        /// The limit's name in `wgpu::Limits`.
+        limit: &'static str,
+        /// The value the kernels need.
+        needed: u64,
+        /// The device's value.
+        got: u64,
+    },
+    /// A buffer would exceed the device's `max_buffer_size`.
+    #[error(
+        "{what} needs a buffer of {bytes} bytes, above the device's max_buffer_size of \
+         {limit}: process the data in parts, or request a larger limit"
+    )]
+    BufferLimit {
+        /// Which buffer.
+        what: &'static str,
+        /// Bytes needed.
+        bytes: u64,
+        /// The device's limit.
+        limit: u64,
+    },
+    /// The device reported an error (validation or out of memory) for something the crate
+    /// created.
+    #[error("{what}: the device reported: {message}")]
+    Device {
+        /// What was being created.
+        what: &'static str,
+        /// The device's message.
+        message: String,
+    },
+    /// Not even one row (one token of one head, or of all heads where a pass keeps them
+    /// together) fits one storage binding, and a row cannot be split.
+    #[error(
+        "one row of the view spans {row_bytes} bytes, more than one storage binding of \
+         {limit} bytes can hold, and a single row cannot be split across bindings: raise the \
+         device's max_storage_buffer_binding_size (PosEnc::request_device asks for the \
+         adapter's own), or lift PosEnc::with_max_binding_size"
+    )]
+    RowTooLarge {
+        /// Bytes one row spans.
+        row_bytes: u64,
+        /// Bytes one binding may cover.
+        limit: u64,
     },
     /// Mapping a buffer for readback failed.
     #[error("reading back from the device failed: {0}")]

@@ -42,7 +42,8 @@ pub struct HfRope {
 }
 
 impl HfRope {
-    /// Reads `config` (the contents of `config.json`) as transformers 5.x does.
+    /// Reads `config` (the contents of `config.json`) as transformers 5.x does. Needs the
+    /// cargo feature `hf-config`.
     pub fn from_config(config: &Value) -> Result<Self> {
         let top = object(config)?;
         let model_type = str_key(top, "model_type")?
@@ -142,6 +143,7 @@ impl RopeSpec {
     ///
     /// Models whose layers rotate differently (Gemma 3's local and global layers, Llama 4's
     /// NoPE layers) are an error here: [`HfRope::from_config`] gives each layer's spec.
+    /// Needs the cargo feature `hf-config`.
     pub fn from_hf_config(config: &Value, head_dim: u64) -> Result<Self> {
         let rope = HfRope::from_config(config)?;
         let only = rope.only()?;
@@ -161,7 +163,8 @@ impl Scaling {
     /// does (`convert_rope_params_to_dict`, `standardize_rope_params`): the scaling, the base
     /// (`rope_theta`, default 10000) and `partial_rotary_factor` (if any). Families with
     /// rules of their own (GPT-NeoX, Phi-3, Gemma 3, ...) are read by
-    /// [`HfRope::from_config`]; prefer it, which knows the family from `model_type`.
+    /// [`HfRope::from_config`]; prefer it, which knows the family from `model_type`. Needs
+    /// the cargo feature `hf-config`.
     ///
     /// - the parameters come from `rope_scaling` when it is a non-empty object, else from
     ///   `rope_parameters`; the type from `rope_type`, else the legacy `type`;

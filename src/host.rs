@@ -2,6 +2,7 @@
 
 use crate::context::PosEnc;
 use crate::error::{Error, Result};
+use crate::kernels::rope::check_contiguous_positions;
 use crate::spec::{RopeSpec, SinusoidalSpec};
 use crate::tensor::{ArrayView, HostPositions, Layout, Positions, TensorView};
 
@@ -27,7 +28,7 @@ impl PosEnc {
             let axes = if spec.mrope.is_some() { 3 } else { 1 };
             spec.scaling_seq_len = Some(positions.seq_len(&layout, axes));
         }
-        let uploaded = self.upload_positions(&positions);
+        let uploaded = self.upload_positions(&positions)?;
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
             let positions = uploaded.positions(&positions);
             ctx.encode_rope(encoder, &spec, &TensorView::new(buffer, layout), positions)
@@ -49,6 +50,12 @@ impl PosEnc {
             strides: layout.strides,
             limit: "u64",
         })?;
+        // Before allocating: the table must fit one buffer of the device.
+        self.check_buffer_size(
+            "the sinusoidal table",
+            len.saturating_mul(size_of::<f32>() as u64),
+        )?;
+        check_contiguous_positions(start, seq)?;
         let mut table = vec![0.0f32; len as usize];
         self.run_in_place(layout, &mut table, |ctx, encoder, buffer| {
             ctx.encode_sinusoidal_table(encoder, spec, &TensorView::new(buffer, layout), start)
@@ -67,7 +74,7 @@ impl PosEnc {
         scale: f32,
     ) -> Result<()> {
         check_host_positions(&positions, &layout)?;
-        let uploaded = self.upload_positions(&positions);
+        let uploaded = self.upload_positions(&positions)?;
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
             let positions = uploaded.positions(&positions);
             let view = TensorView::new(buffer, layout);
@@ -76,17 +83,17 @@ impl PosEnc {
         })
     }
 
-    /// Uploads the arrays of host positions (their lengths are checked by the encode call).
-    fn upload_positions(&self, positions: &HostPositions<'_>) -> Uploaded {
-        let up = |data: &[u32]| Some(self.upload(data, "wgpu-posenc positions"));
-        match *positions {
+    /// Uploads the arrays of host positions (their lengths were checked on the host).
+    fn upload_positions(&self, positions: &HostPositions<'_>) -> Result<Uploaded> {
+        let up = |data: &[u32]| self.upload(data, "wgpu-posenc positions").map(Some);
+        Ok(match *positions {
             HostPositions::Start(_) => Uploaded {
                 first: None,
                 second: None,
             },
             HostPositions::BatchStarts(v) | HostPositions::Ids(v) | HostPositions::Axes(v) => {
                 Uploaded {
-                    first: up(v),
+                    first: up(v)?,
                     second: None,
                 }
             }
@@ -94,13 +101,16 @@ impl PosEnc {
                 cu_seqlens,
                 offsets,
             } => Uploaded {
-                first: up(cu_seqlens),
-                second: offsets.and_then(up),
+                first: up(cu_seqlens)?,
+                second: match offsets {
+                    Some(o) => up(o)?,
+                    None => None,
+                },
             },
-        }
+        })
     }
 
-    fn upload(&self, data: &[u32], label: &str) -> wgpu::Buffer {
+    fn upload(&self, data: &[u32], label: &'static str) -> Result<wgpu::Buffer> {
         // A binding needs at least one word.
         let contents: &[u8] = if data.is_empty() {
             &[0; 4]
@@ -140,13 +150,15 @@ impl PosEnc {
             "wgpu-posenc host data",
             bytemuck::cast_slice(data),
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-        );
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("wgpu-posenc readback"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        )?;
+        let staging = self.scoped("wgpu-posenc readback", || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgpu-posenc readback"),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
         let mut encoder = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -206,7 +218,9 @@ fn check_host_positions(positions: &HostPositions<'_>, layout: &Layout) -> Resul
     let seq = layout.shape[2];
     // Before anything is uploaded: an empty slice would otherwise become one zero word.
     positions.check_lengths(layout.shape[0], seq)?;
-    let past = |start: u32, len: u64| len > 0 && u64::from(start) + len - 1 > u64::from(u32::MAX);
+    let past = |start: u32, len: u64| {
+        len > 0 && u64::from(start).saturating_add(len - 1) > u64::from(u32::MAX)
+    };
     match *positions {
         HostPositions::BatchStarts(starts) => {
             if let Some(&start) = starts.iter().find(|&&start| past(start, seq)) {

@@ -39,7 +39,7 @@ pub mod roofline;
 mod spec;
 mod tensor;
 
-pub use context::PosEnc;
+pub use context::{CacheUsage, PosEnc};
 pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Scaling};
 #[cfg(feature = "hf-config")]

@@ -60,17 +60,25 @@ pub fn inv_freq(dim: u64, base: f64) -> Vec<f64> {
         .collect()
 }
 
-/// Element indices of pair `j` in a row of rotary dimension `r`.
+/// Element indices of pair `j` in a row of rotary dimension `r` (`j < r / 2`; indices past
+/// `u64::MAX` saturate).
 pub fn pair(layout: PairLayout, r: u64, j: u64) -> (u64, u64) {
     match layout {
-        PairLayout::Interleaved => (2 * j, 2 * j + 1),
-        PairLayout::HalfSplit => (j, j + r / 2),
+        PairLayout::Interleaved => (j.saturating_mul(2), j.saturating_mul(2).saturating_add(1)),
+        PairLayout::HalfSplit => (j, j.saturating_add(r / 2)),
     }
 }
 
 /// Index of element `(b, h, s, 0)`.
+///
+/// Saturates at `u64::MAX` (for rows of views that [`Layout::end`] refuses).
 pub fn row_start(layout: &Layout, b: u64, h: u64, s: u64) -> u64 {
-    layout.offset + b * layout.strides[0] + h * layout.strides[1] + s * layout.strides[2]
+    [b, h, s]
+        .iter()
+        .zip(layout.strides)
+        .fold(layout.offset, |acc, (&i, st)| {
+            acc.saturating_add(i.saturating_mul(st))
+        })
 }
 
 /// A cos/sin cache `[max_pos, ...]` on the host: row `p` holds the cos (at `cos_offset`)
@@ -126,7 +134,9 @@ pub fn rope_out(
                 let from = row_start(src_layout, b, h, s) as usize;
                 let to = row_start(dst_layout, b, h, s) as usize;
                 for (j, &(f, f_lo)) in freqs.iter().enumerate() {
-                    let p = positions.position(nb, ns, b, s, u64::from(axes[j]));
+                    let p = positions
+                        .position(nb, ns, b, s, u64::from(axes[j]))
+                        .expect("host positions hold every position of the view");
                     let (sin, cos) = match cache {
                         None => {
                             let (sin, cos) = sincos_exact(p, f, f_lo);
@@ -204,9 +214,12 @@ fn row_of(spec: &SinusoidalSpec, freqs: &[(f64, f64)], p: u32) -> Vec<f64> {
 }
 
 /// The table `[seq, d_model]` for positions `start..start + seq`.
+///
+/// Positions stop at `u32::MAX`: the table has `min(seq, 2^32 - start)` rows.
 pub fn sinusoidal_table(spec: &SinusoidalSpec, seq: u64, start: u32) -> Vec<f64> {
     let freqs = sinusoidal_frequencies(spec);
-    (0..seq)
+    let rows = seq.min(u64::from(u32::MAX - start) + 1);
+    (0..rows)
         .flat_map(|s| row_of(spec, &freqs, start + s as u32))
         .collect()
 }
@@ -223,7 +236,10 @@ pub fn sinusoidal_add(
     let freqs = sinusoidal_frequencies(spec);
     for s in 0..ns {
         for b in 0..nb {
-            let pe = row_of(spec, &freqs, positions.position(nb, ns, b, s, 0));
+            let p = positions
+                .position(nb, ns, b, s, 0)
+                .expect("host positions hold every position of the view");
+            let pe = row_of(spec, &freqs, p);
             for h in 0..nh {
                 let row = row_start(layout, b, h, s) as usize;
                 for (k, v) in pe.iter().enumerate() {

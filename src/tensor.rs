@@ -22,10 +22,15 @@ impl Layout {
     /// `[batch, heads, seq, dim]` in that order in memory (HF transformers' attention layout).
     pub fn bhsd(shape: [u64; 4]) -> Self {
         let [_, h, s, d] = shape;
+        // Saturating: a shape whose strides overflow is refused by `end` (ShapeOverflow).
         Self {
             offset: 0,
             shape,
-            strides: [h * s * d, s * d, d],
+            strides: [
+                h.saturating_mul(s).saturating_mul(d),
+                s.saturating_mul(d),
+                d,
+            ],
         }
     }
 
@@ -33,10 +38,15 @@ impl Layout {
     /// still addressed as `[batch, heads, seq, dim]`.
     pub fn bshd(shape: [u64; 4]) -> Self {
         let [_, h, s, d] = shape;
+        // Saturating: a shape whose strides overflow is refused by `end` (ShapeOverflow).
         Self {
             offset: 0,
             shape,
-            strides: [s * h * d, d, h * d],
+            strides: [
+                s.saturating_mul(h).saturating_mul(d),
+                d,
+                h.saturating_mul(d),
+            ],
         }
     }
 
@@ -276,7 +286,10 @@ impl HostPositions<'_> {
         for bb in 0..b {
             for ss in 0..s {
                 for a in 0..axes {
-                    max = max.max(u64::from(self.position(b, s, bb, ss, a)));
+                    // After check_lengths only an overflowing position is None: it counts
+                    // as the largest.
+                    let p = self.position(b, s, bb, ss, a).unwrap_or(u32::MAX);
+                    max = max.max(u64::from(p));
                 }
             }
         }
@@ -284,25 +297,35 @@ impl HostPositions<'_> {
     }
 
     /// Position of token `(b, s)` of a view of `batch` rows of `seq` tokens, on `axis`
-    /// (0 unless M-RoPE).
-    pub fn position(&self, batch: u64, seq: u64, b: u64, s: u64, axis: u64) -> u32 {
+    /// (0 unless M-RoPE); `None` when the arrays lack the value (see
+    /// [`HostPositions::check_lengths`]) or the position would pass `u32::MAX`.
+    pub fn position(&self, batch: u64, seq: u64, b: u64, s: u64, axis: u64) -> Option<u32> {
+        let at = |v: &[u32], i: Option<u64>| -> Option<u32> {
+            v.get(usize::try_from(i?).ok()?).copied()
+        };
+        let token = b.checked_mul(seq).and_then(|t| t.checked_add(s));
+        let s32 = u32::try_from(s).ok();
         match *self {
-            HostPositions::Start(start) => start + s as u32,
-            HostPositions::BatchStarts(starts) => starts[b as usize] + s as u32,
-            HostPositions::Ids(ids) => ids[(b * seq + s) as usize],
+            HostPositions::Start(start) => start.checked_add(s32?),
+            HostPositions::BatchStarts(starts) => at(starts, Some(b))?.checked_add(s32?),
+            HostPositions::Ids(ids) => at(ids, token),
             HostPositions::Varlen {
                 cu_seqlens,
                 offsets,
             } => {
                 // The last sequence whose start is at or before s.
-                let i = cu_seqlens[..cu_seqlens.len() - 1]
-                    .iter()
-                    .rposition(|&c| u64::from(c) <= s)
-                    .unwrap_or(0);
-                let offset = offsets.map_or(0, |o| o[i]);
-                (s as u32).wrapping_sub(cu_seqlens[i]).wrapping_add(offset)
+                let starts = cu_seqlens.get(..cu_seqlens.len().checked_sub(1)?)?;
+                let i = starts.iter().rposition(|&c| u64::from(c) <= s)?;
+                let offset = match offsets {
+                    Some(o) => *o.get(i)?,
+                    None => 0,
+                };
+                s32?.checked_sub(cu_seqlens[i])?.checked_add(offset)
             }
-            HostPositions::Axes(ids) => ids[(axis * batch * seq + b * seq + s) as usize],
+            HostPositions::Axes(ids) => {
+                let plane = axis.checked_mul(batch)?.checked_mul(seq)?;
+                at(ids, token.and_then(|t| t.checked_add(plane)))
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::bind::{self, Access, Entry, Rules, overlap};
 use super::plan::{Block, IdsSpan, Params, PlanInput, ViewSpan};
 use super::{Kernel, PositionMode, Second, Specialization, WORKGROUP, Width};
-use crate::context::PosEnc;
+use crate::context::{CacheUsage, PosEnc};
 use crate::dd::Dd;
 use crate::error::{Error, Result};
 use crate::tensor::Layout;
@@ -100,10 +100,6 @@ struct ViewWindow<'a> {
 #[derive(Debug)]
 pub(crate) struct BoundGroup {
     group: wgpu::BindGroup,
-    #[cfg_attr(
-        not(feature = "capture"),
-        expect(dead_code, reason = "read by the capture")
-    )]
     entries: Vec<Entry>,
 }
 
@@ -124,23 +120,26 @@ pub(crate) struct BindKey {
 /// most recent first, so that repeating a pass allocates nothing: a prefill at the same
 /// position on the same buffers, or a decode step that reads its positions from a buffer.
 /// A decode step with `Positions::Start` changes its parameters every token and misses.
-/// Only passes over buffers of at most [`BindCache::MAX_BUFFER`] bytes are kept, since an
-/// entry keeps its buffers alive until it is evicted.
+/// An entry keeps its buffers (the caller's among them) alive until it is evicted: at most
+/// [`CacheUsage::MAX_BIND_GROUPS`] entries, whose buffers add up to at most
+/// [`CacheUsage::MAX_HELD_BYTES`] (counted per entry, so a buffer two entries share counts
+/// twice: the bound holds all the more). Only passes over buffers of at most
+/// [`BindCache::MAX_BUFFER`] bytes are kept.
 #[derive(Debug, Default)]
 pub(crate) struct BindCache {
-    entries: VecDeque<(BindKey, Arc<[BoundGroup]>)>,
+    /// Most recent first, with the bytes of the distinct buffers each one holds.
+    entries: VecDeque<(BindKey, Arc<[BoundGroup]>, u64)>,
+    held: u64,
 }
 
 impl BindCache {
-    /// Entries kept.
-    const CAPACITY: usize = 32;
     /// Largest buffer whose passes are kept.
-    const MAX_BUFFER: u64 = 64 << 20;
+    const MAX_BUFFER: u64 = 16 << 20;
     /// Most blocks (dispatches) of a pass that is kept.
     const MAX_BLOCKS: usize = 4;
 
     fn get(&mut self, key: &BindKey) -> Option<Arc<[BoundGroup]>> {
-        let at = self.entries.iter().position(|(k, _)| k == key)?;
+        let at = self.entries.iter().position(|(k, _, _)| k == key)?;
         let entry = self.entries.remove(at)?;
         let bind_groups = entry.1.clone();
         self.entries.push_front(entry);
@@ -148,8 +147,30 @@ impl BindCache {
     }
 
     fn insert(&mut self, key: BindKey, bind_groups: Arc<[BoundGroup]>) {
-        self.entries.push_front((key, bind_groups));
-        self.entries.truncate(Self::CAPACITY);
+        let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
+        for e in bind_groups.iter().flat_map(|g| &g.entries) {
+            if !buffers.contains(&&e.buffer) {
+                buffers.push(&e.buffer);
+            }
+        }
+        let bytes = buffers.iter().map(|b| b.size()).sum();
+        self.held += bytes;
+        self.entries.push_front((key, bind_groups, bytes));
+        while self.entries.len() > CacheUsage::MAX_BIND_GROUPS
+            || (self.held > CacheUsage::MAX_HELD_BYTES && !self.entries.is_empty())
+        {
+            if let Some((_, _, b)) = self.entries.pop_back() {
+                self.held -= b;
+            }
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(crate) fn held_bytes(&self) -> u64 {
+        self.held
     }
 }
 
@@ -266,10 +287,15 @@ impl PosEnc {
         pass: &PairPass<'_>,
     ) -> Result<EncodeReport> {
         let input = self.plan(pass);
-        let blocks = input.blocks().ok_or(Error::ShapeOverflow {
-            shape: pass.a.layout.shape,
-            strides: pass.a.layout.strides,
-            limit: "one storage binding",
+        let blocks = input.blocks().ok_or(Error::RowTooLarge {
+            row_bytes: input
+                .views
+                .iter()
+                .map(|v| input.span(v, [1, 1, 1]))
+                .max()
+                .unwrap_or(0)
+                .saturating_mul(pass.spec.dtype.size()),
+            limit: self.max_binding,
         })?;
         if blocks.is_empty() {
             return Ok(EncodeReport::default());
@@ -296,7 +322,7 @@ impl PosEnc {
         // Even shares, so that no two invocations write the same bf16 word.
         let tail_chunk = tail.div_ceil(groups).next_multiple_of(2);
 
-        let freq = self.packed_frequencies(&pass.inv_freq, &pass.axes, g as usize);
+        let freq = self.packed_frequencies(&pass.inv_freq, &pass.axes, g as usize)?;
         // Whole small arrays (cu_seqlens, offsets, caches, flag) are bound once per pass.
         let whole = |w: Words<'_>, count: u64| self.window(w.buffer, w.first * 4, count * 4);
         let (aux, aux_base) = match pass.positions {
@@ -509,7 +535,7 @@ impl PosEnc {
         let pipelines: Vec<wgpu::ComputePipeline> = bindings
             .iter()
             .map(|(_, _, _, unit_spec)| self.pipeline(*unit_spec))
-            .collect();
+            .collect::<Result<_>>()?;
 
         let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("wgpu-posenc"),
@@ -584,7 +610,7 @@ impl PosEnc {
             "wgpu-posenc params",
             &key.params,
             wgpu::BufferUsages::UNIFORM,
-        );
+        )?;
         let rules = Rules {
             storage_align: self.storage_align,
             uniform_align: self.uniform_align,
@@ -645,7 +671,7 @@ impl PosEnc {
     /// The frequency buffer of `inv_freq` and `axes` packed for groups of `g` pairs. The last
     /// one asked for is remembered by value, so that a repeated pass (a decode loop) neither
     /// packs nor hashes.
-    fn packed_frequencies(&self, inv_freq: &[Dd], axes: &[u32], g: usize) -> wgpu::Buffer {
+    fn packed_frequencies(&self, inv_freq: &[Dd], axes: &[u32], g: usize) -> Result<wgpu::Buffer> {
         let mut last = self
             .last_frequencies
             .lock()
@@ -660,16 +686,16 @@ impl PosEnc {
                 .zip(inv_freq)
                 .all(|(a, b)| (a.hi.to_bits(), a.lo.to_bits()) == (b.hi.to_bits(), b.lo.to_bits()))
         {
-            return memo.buffer.clone();
+            return Ok(memo.buffer.clone());
         }
-        let buffer = self.frequency_buffer(crate::angle::pack_frequencies(inv_freq, axes, g));
+        let buffer = self.frequency_buffer(crate::angle::pack_frequencies(inv_freq, axes, g))?;
         *last = Some(FrequencyMemo {
             inv_freq: inv_freq.to_vec(),
             axes: axes.to_vec(),
             g,
             buffer: buffer.clone(),
         });
-        buffer
+        Ok(buffer)
     }
 
     /// A binding window `(offset, size)` of `buffer` covering bytes `[start, start + len)`:

@@ -139,6 +139,10 @@ impl PosEnc {
         if let Some(out) = &call.output {
             check_disjoint("out of place", ("the source", tensor), ("the output", out))?;
         }
+        if views.iter().all(|(_, v)| v.layout.rows_count() == 0) {
+            // Nothing to rotate: a no-op that allocates nothing sized by the shape.
+            return Ok(EncodeReport::default());
+        }
         let (positions, seq_len) =
             resolve_positions(call.positions, &layout, spec.mrope.is_some())?;
         let pairs = r / 2;
@@ -300,7 +304,7 @@ impl PosEnc {
                 missing: wgpu::BufferUsages::STORAGE,
             });
         }
-        let (_, end) = byte_range(tensor)?;
+        let end = byte_end(tensor)?;
         if end > tensor.buffer.size() {
             return Err(Error::BufferTooSmall {
                 what,
@@ -312,8 +316,8 @@ impl PosEnc {
     }
 }
 
-/// Bytes `[first element, end)` a view touches, the end rounded up to a whole u32 word.
-fn byte_range(tensor: &TensorView<'_>) -> Result<(u64, u64)> {
+/// The end of the bytes a view touches, rounded up to a whole u32 word (0 when empty).
+fn byte_end(tensor: &TensorView<'_>) -> Result<u64> {
     let layout = &tensor.layout;
     let overflow = Error::ShapeOverflow {
         shape: layout.shape,
@@ -325,7 +329,7 @@ fn byte_range(tensor: &TensorView<'_>) -> Result<(u64, u64)> {
         .checked_mul(tensor.dtype.size())
         .ok_or(overflow)?
         .next_multiple_of(4);
-    Ok((layout.offset * tensor.dtype.size(), end))
+    Ok(end)
 }
 
 /// Two views of one call must not share an element: K equal to Q (or shifted by a head)
@@ -413,6 +417,16 @@ pub(crate) fn resolve_positions<'a>(
     mrope: bool,
 ) -> Result<(PassPositions<'a>, Option<u64>)> {
     let [b, _, s, _] = layout.shape;
+    // `planes * batch * seq` ids.
+    let tokens = |planes: u64| {
+        b.checked_mul(s)
+            .and_then(|t| t.checked_mul(planes))
+            .ok_or(Error::ShapeOverflow {
+                shape: layout.shape,
+                strides: layout.strides,
+                limit: "u64",
+            })
+    };
     if mrope != matches!(positions, Positions::Axes(_)) {
         return Err(Error::PositionsMismatch(
             "M-RoPE (RopeSpec::mrope) and Positions::Axes go together: give both or neither",
@@ -424,8 +438,8 @@ pub(crate) fn resolve_positions<'a>(
             return Ok((PassPositions::Start(start), Some(u64::from(start) + s)));
         }
         Positions::BatchStarts(v) => PassPositions::BatchStarts(words(v, b, "batch starts")?),
-        Positions::Ids(v) => PassPositions::Ids(words(v, b * s, "position ids")?),
-        Positions::Axes(v) => PassPositions::Axes(words(v, 3 * b * s, "M-RoPE position ids")?),
+        Positions::Ids(v) => PassPositions::Ids(words(v, tokens(1)?, "position ids")?),
+        Positions::Axes(v) => PassPositions::Axes(words(v, tokens(3)?, "M-RoPE position ids")?),
         Positions::Varlen {
             cu_seqlens,
             num_seqs,
@@ -464,7 +478,7 @@ pub(crate) fn width_for(layouts: &[&Layout], row_len: u64) -> Width {
 
 /// `start + seq - 1` must be a u32 position.
 pub(crate) fn check_contiguous_positions(start: u32, seq: u64) -> Result<()> {
-    if seq > 0 && u64::from(start) + seq - 1 > u64::from(u32::MAX) {
+    if seq > 0 && u64::from(start).saturating_add(seq - 1) > u64::from(u32::MAX) {
         return Err(Error::PositionOverflow {
             start: u64::from(start),
             seq,

@@ -72,6 +72,10 @@ impl PosEnc {
         }
         self.check_dtype(x.dtype)?;
         self.check_view(x, "tensor")?;
+        if layout.rows_count() == 0 {
+            // Nothing to write: a no-op that allocates nothing sized by the shape.
+            return Ok(EncodeReport::default());
+        }
         let pairs = spec.d_model / 2;
         let (hi, lo): (Vec<f64>, Vec<f64>) = spec
             .frequencies_dd()
