@@ -490,6 +490,48 @@ impl Scaling {
         }
     }
 
+    /// Every check [`Scaling::frequencies`] makes for rotary dim `rotary_dim` and `base`,
+    /// without computing (or allocating) anything: what a call on an empty view still
+    /// validates.
+    pub fn check_for(&self, rotary_dim: u64, base: f64) -> Result<(), FrequencyError> {
+        let r32 = u32::try_from(rotary_dim).unwrap_or(u32::MAX);
+        if rotary_dim == 0 || !rotary_dim.is_multiple_of(2) {
+            return Err(FrequencyError::InvalidRotaryDim { rotary_dim: r32 });
+        }
+        if !(base.is_finite() && base > 0.0) {
+            return Err(FrequencyError::InvalidBase { base });
+        }
+        self.validate()?;
+        match self {
+            Scaling::NtkAware { .. } | Scaling::DynamicNtk { .. } if rotary_dim < 4 => {
+                Err(FrequencyError::RotaryDimTooSmall {
+                    scaling: self.name(),
+                    rotary_dim: r32,
+                })
+            }
+            Scaling::Yarn { .. } if base <= 1.0 => Err(FrequencyError::YarnBaseTooSmall { base }),
+            Scaling::LongRope {
+                short_factor,
+                long_factor,
+                ..
+            } => {
+                for (which, list) in [("short_factor", short_factor), ("long_factor", long_factor)]
+                {
+                    if list.len() as u64 != rotary_dim / 2 {
+                        return Err(FrequencyError::FactorListLength {
+                            which,
+                            len: list.len(),
+                            expected: (rotary_dim / 2) as usize,
+                            rotary_dim: r32,
+                        });
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Whether the frequencies depend on the sequence length (dynamic NTK, LongRoPE).
     pub fn needs_seq_len(&self) -> bool {
         matches!(self, Scaling::DynamicNtk { .. } | Scaling::LongRope { .. })

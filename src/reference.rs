@@ -233,6 +233,9 @@ pub fn sinusoidal_add(
     scale: f64,
 ) {
     let [nb, nh, ns, _] = layout.shape;
+    if nh == 0 {
+        return; // no rows, and no positions read
+    }
     let freqs = sinusoidal_frequencies(spec);
     for s in 0..ns {
         for b in 0..nb {

@@ -197,6 +197,8 @@ impl RopeSpec {
             });
         }
         check_base(self.base)?;
+        // Even for an empty view: a bad spec is an error whatever the tensor.
+        self.scaling.check_for(r, self.base)?;
         Ok(r)
     }
 }

@@ -1,0 +1,592 @@
+//! Random calls, valid and invalid, through every public entry point (proptest): each one
+//! either returns an error, or matches the f64 reference within the contract with every
+//! element outside the output views unchanged; none panics. Failing cases are kept by
+//! proptest under `proptest-regressions/` and replayed first.
+//!
+//! `POSENC_RANDOM_CALLS` sets the number of calls (default 10 000).
+
+mod common;
+
+use common::{ctx, poison, u32_buffer, widen};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use half::bf16;
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use wgpu_posenc::{
+    ArrayView, CosSinCache, Dtype, HostPositions, Layout, PairLayout, Positions, RopeCall,
+    RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+};
+
+/// Calls made, and calls that ran and were compared with the reference (the rest returned
+/// errors).
+static CALLS: AtomicU32 = AtomicU32::new(0);
+static CHECKED: AtomicU32 = AtomicU32::new(0);
+
+/// f32 results against the reference.
+const TOL: f64 = 2e-6;
+
+/// Which entry point a case calls.
+#[derive(Clone, Copy, Debug)]
+enum Entry {
+    Rope,
+    RopeQk,
+    RopeOut,
+    RopeCache,
+    RopeHost,
+    SinTable,
+    SinAdd,
+    SinTableHost,
+    SinAddHost,
+}
+
+/// Host positions of a case, as owned arrays.
+#[derive(Clone, Debug)]
+enum Pos {
+    Start(u32),
+    BatchStarts(Vec<u32>),
+    Ids(Vec<u32>),
+    Varlen(Vec<u32>, Option<Vec<u32>>),
+    Axes(Vec<u32>),
+}
+
+impl Pos {
+    fn host(&self) -> HostPositions<'_> {
+        match self {
+            Pos::Start(p) => HostPositions::Start(*p),
+            Pos::BatchStarts(v) => HostPositions::BatchStarts(v),
+            Pos::Ids(v) => HostPositions::Ids(v),
+            Pos::Varlen(c, o) => HostPositions::Varlen {
+                cu_seqlens: c,
+                offsets: o.as_deref(),
+            },
+            Pos::Axes(v) => HostPositions::Axes(v),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    entry: Entry,
+    layout: Layout,
+    dtype: Dtype,
+    spec: RopeSpec,
+    positions: Pos,
+    k_heads: u64,
+    scale: f32,
+    sin_layout: SinusoidalLayout,
+    seed: u64,
+}
+
+fn layout_strategy() -> impl Strategy<Value = Layout> {
+    let dims = (
+        0u64..3,
+        0u64..4,
+        0u64..24,
+        prop_oneof![
+            8 => prop::sample::select(vec![2u64, 4, 6, 8, 10, 16, 24, 32, 64, 96, 128]),
+            1 => prop::sample::select(vec![0u64, 3, 7]),
+        ],
+    );
+    (dims, 0u8..4, 0u64..40, any::<[u16; 3]>()).prop_map(|((b, h, s, d), kind, offset, st)| {
+        let shape = [b, h, s, d];
+        match kind {
+            0 => Layout::bhsd(shape).with_offset(offset),
+            1 => Layout::bshd(shape).with_offset(offset),
+            // Any strides: some overlap (an error), some leave gaps.
+            2 => Layout::strided(shape, st.map(|x| u64::from(x % 512))).with_offset(offset),
+            // Large strides on few elements.
+            _ => Layout::strided(shape, [1 << 16, d.max(1) * 3, d.max(1) * 40]),
+        }
+    })
+}
+
+fn scaling_strategy() -> impl Strategy<Value = Scaling> {
+    prop_oneof![
+        4 => Just(Scaling::Default),
+        1 => (0.5f64..8.0).prop_map(|factor| Scaling::Linear { factor }),
+        1 => Just(Scaling::llama3()),
+        1 => (1.0f64..16.0).prop_map(|f| Scaling::yarn(f, 64)),
+        1 => (1.0f64..4.0).prop_map(|factor| Scaling::DynamicNtk {
+            factor,
+            original_max_position_embeddings: 16,
+        }),
+    ]
+}
+
+fn case_strategy() -> impl Strategy<Value = Case> {
+    let entry = prop::sample::select(vec![
+        Entry::Rope,
+        Entry::RopeQk,
+        Entry::RopeOut,
+        Entry::RopeCache,
+        Entry::RopeHost,
+        Entry::SinTable,
+        Entry::SinAdd,
+        Entry::SinTableHost,
+        Entry::SinAddHost,
+    ]);
+    let spec = (
+        any::<bool>(),
+        prop_oneof![6 => Just(None), 1 => (0u64..40).prop_map(Some)],
+        prop_oneof![8 => prop::sample::select(vec![10_000.0f64, 500_000.0, 1e6, 2.0]),
+                    1 => prop::sample::select(vec![0.5f64, -1.0, f64::NAN])],
+        any::<bool>(),
+        scaling_strategy(),
+        prop_oneof![6 => Just(None), 1 => (0u64..5000).prop_map(Some)],
+    )
+        .prop_map(
+            |(interleaved, rotary_dim, base, inverse, scaling, seq_len)| {
+                let mut spec = RopeSpec::new()
+                    .pair_layout(if interleaved {
+                        PairLayout::Interleaved
+                    } else {
+                        PairLayout::HalfSplit
+                    })
+                    .base(base)
+                    .inverse(inverse)
+                    .scaling(scaling);
+                spec.rotary_dim = rotary_dim;
+                spec.scaling_seq_len = seq_len;
+                spec
+            },
+        );
+    (
+        entry,
+        layout_strategy(),
+        prop_oneof![4 => Just(Dtype::F32), 1 => Just(Dtype::BF16)],
+        spec,
+        0u8..6,
+        0u64..4,
+        prop_oneof![Just(1.0f32), Just(0.5f32), Just(8.0f32), Just(f32::NAN)],
+        any::<bool>(),
+        any::<u64>(),
+    )
+        .prop_map(
+            |(entry, layout, dtype, mut spec, pos_kind, k_heads, scale, concat, seed)| {
+                let [b, _, s, _] = layout.shape;
+                let mut rng = common::Rng::new(seed);
+                let mut ids = |n: u64, big: bool| -> Vec<u32> {
+                    (0..n)
+                        .map(|_| {
+                            if big {
+                                rng.next_u64() as u32
+                            } else {
+                                rng.range(0, 70_000) as u32
+                            }
+                        })
+                        .collect()
+                };
+                let positions = match pos_kind {
+                    0 => Pos::Start((seed >> 8) as u32 % 100_000),
+                    1 => Pos::Start(u32::MAX - (seed as u32 % 30)),
+                    2 => Pos::BatchStarts(ids(b + (seed % 2), false)),
+                    3 => Pos::Ids(ids((b * s + seed % 3).saturating_sub(1), seed % 5 == 0)),
+                    4 => {
+                        // cu_seqlens over the s tokens of one batch row.
+                        let mut cu = vec![0u32];
+                        let mut at = 0u64;
+                        while at < s {
+                            at = (at + 1 + seed % 7).min(s);
+                            cu.push(at as u32);
+                        }
+                        if cu.len() == 1 {
+                            cu.push(0);
+                        }
+                        let offsets = (seed % 2 == 0).then(|| ids(cu.len() as u64 - 1, false));
+                        Pos::Varlen(cu, offsets)
+                    }
+                    _ => {
+                        // M-RoPE sections covering the rotary pairs when they can.
+                        let pairs = spec.rotary_dim.unwrap_or(layout.shape[3]) / 2;
+                        let t = pairs / 3;
+                        spec = spec.mrope([t, t, pairs - 2 * t], seed % 2 == 0);
+                        Pos::Axes(ids(3 * b * s, false))
+                    }
+                };
+                Case {
+                    entry,
+                    layout,
+                    dtype,
+                    spec,
+                    positions,
+                    k_heads,
+                    scale,
+                    sin_layout: if concat {
+                        SinusoidalLayout::Concatenated
+                    } else {
+                        SinusoidalLayout::Interleaved
+                    },
+                    seed,
+                }
+            },
+        )
+}
+
+/// A view's data: random values in its rows, poison elsewhere (`pad` extra elements).
+fn data(layout: &Layout, pad: usize, seed: u64) -> Option<Vec<f32>> {
+    let end = usize::try_from(layout.end().ok()?).ok()?;
+    if end > 1 << 22 {
+        return None;
+    }
+    let mut rng = common::Rng::new(seed);
+    Some(common::guarded_input(&mut rng, layout, pad))
+        .map(|v| if v.is_empty() { vec![poison(0); 4] } else { v })
+        .map(|mut v| {
+            v.resize(end.max(4) + pad, poison(end));
+            v
+        })
+}
+
+fn to_bytes(x: &[f32], dtype: Dtype) -> Vec<u8> {
+    match dtype {
+        Dtype::BF16 => {
+            let mut b: Vec<u8> = x
+                .iter()
+                .flat_map(|&v| bf16::from_f32(v).to_bits().to_le_bytes())
+                .collect();
+            b.resize(b.len().next_multiple_of(4), 0);
+            b
+        }
+        _ => bytemuck::cast_slice(x).to_vec(),
+    }
+}
+
+/// The values a buffer of `dtype` holds, as f64.
+fn values(bytes: &[u8], dtype: Dtype, n: usize) -> Vec<f64> {
+    match dtype {
+        Dtype::BF16 => bytes
+            .chunks_exact(2)
+            .take(n)
+            .map(|c| f64::from(bf16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32()))
+            .collect(),
+        _ => bytes
+            .chunks_exact(4)
+            .take(n)
+            .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .collect(),
+    }
+}
+
+fn buffer(bytes: &[u8]) -> wgpu::Buffer {
+    use wgpu::util::DeviceExt;
+    ctx()
+        .device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("random call"),
+            contents: bytes,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+        })
+}
+
+fn read(buffer: &wgpu::Buffer) -> Vec<u8> {
+    let encoder = ctx().device().create_command_encoder(&Default::default());
+    bytemuck::cast_slice(&common::read_back(buffer, encoder)).to_vec()
+}
+
+/// `got` (a whole buffer) against `expected`: bit for bit where the reference left an
+/// element as it was (`before`), within the contract elsewhere.
+fn check(before: &[f64], got: &[f64], expected: &[f64], dtype: Dtype) -> Result<(), String> {
+    for (i, ((&b, &g), &e)) in before.iter().zip(got).zip(expected).enumerate() {
+        let ok = if e.to_bits() == b.to_bits() {
+            g.to_bits() == b.to_bits()
+        } else {
+            let tol = match dtype {
+                Dtype::BF16 => e.abs() / 128.0 + 2e-6,
+                _ => TOL * e.abs().max(1.0),
+            };
+            (g - e).abs() <= tol
+        };
+        if !ok {
+            return Err(format!("element {i}: got {g}, expected {e} (was {b})"));
+        }
+    }
+    Ok(())
+}
+
+/// GPU buffers of a case's positions (an empty array is one word, viewed from its end).
+fn gpu_positions(p: &Pos) -> GpuArrays {
+    let up = |v: &[u32]| {
+        if v.is_empty() {
+            (u32_buffer(&[0]), 4)
+        } else {
+            (u32_buffer(v), 0)
+        }
+    };
+    match p {
+        Pos::Start(_) => (None, None),
+        Pos::BatchStarts(v) | Pos::Ids(v) | Pos::Axes(v) => (Some(up(v)), None),
+        Pos::Varlen(c, o) => (Some(up(c)), o.as_deref().map(up)),
+    }
+}
+
+type GpuArrays = (Option<(wgpu::Buffer, u64)>, Option<(wgpu::Buffer, u64)>);
+
+fn positions<'a>(p: &Pos, bufs: &'a GpuArrays) -> Positions<'a> {
+    let view = |a: &'a (wgpu::Buffer, u64)| ArrayView::at(&a.0, a.1);
+    let first = || view(bufs.0.as_ref().expect("uploaded"));
+    match p {
+        Pos::Start(s) => Positions::Start(*s),
+        Pos::BatchStarts(_) => Positions::BatchStarts(first()),
+        Pos::Ids(_) => Positions::Ids(first()),
+        Pos::Axes(_) => Positions::Axes(first()),
+        Pos::Varlen(c, _) => Positions::Varlen {
+            cu_seqlens: first(),
+            num_seqs: c.len().saturating_sub(1) as u32,
+            offsets: bufs.1.as_ref().map(view),
+        },
+    }
+}
+
+/// Runs one case; `Ok` when it returned an error or matched the reference.
+fn run(case: &Case) -> Result<(), String> {
+    let checked = run_case(case)?;
+    if checked {
+        CHECKED.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// `Ok(true)` when the call ran and matched the reference, `Ok(false)` when it returned an
+/// error (or could not be set up on the host).
+fn run_case(case: &Case) -> Result<bool, String> {
+    let layout = case.layout;
+    let Some(input) = data(&layout, 9, case.seed) else {
+        return Ok(false); // too large to hold on the host; the shape checks run elsewhere
+    };
+    let dtype = case.dtype;
+    let n = input.len();
+    let bytes = to_bytes(&input, dtype);
+    let before = values(&bytes, dtype, n);
+    let sin_spec = SinusoidalSpec::new(layout.shape[3])
+        .layout(case.sin_layout)
+        .base(case.spec.base);
+    let host = case.positions.host();
+    match case.entry {
+        Entry::RopeHost | Entry::SinAddHost | Entry::SinTableHost => {
+            // Host paths are f32.
+            let mut out = input.clone();
+            let result = match case.entry {
+                Entry::RopeHost => ctx().rope_host(&case.spec, layout, &mut out, host),
+                Entry::SinAddHost => {
+                    ctx().sinusoidal_add_host(&sin_spec, layout, &mut out, host, case.scale)
+                }
+                _ => {
+                    let start = match case.positions {
+                        Pos::Start(p) => p,
+                        _ => 0,
+                    };
+                    let s = layout.shape[2];
+                    return match ctx().sinusoidal_table_host(&sin_spec, s, start) {
+                        Err(_) => Ok(false),
+                        Ok(table) => {
+                            let expected = reference::sinusoidal_table(&sin_spec, s, start);
+                            check(
+                                &vec![f64::NAN; table.len()],
+                                &widen(&table),
+                                &expected,
+                                Dtype::F32,
+                            )
+                            .map(|()| true)
+                        }
+                    };
+                }
+            };
+            if result.is_err() {
+                if out
+                    .iter()
+                    .zip(&input)
+                    .any(|(a, b)| a.to_bits() != b.to_bits())
+                {
+                    return Err("an error left the data changed".into());
+                }
+                return Ok(false);
+            }
+            let mut expected = widen(&input);
+            match case.entry {
+                Entry::RopeHost => reference::rope(&case.spec, &layout, &mut expected, host),
+                _ => reference::sinusoidal_add(
+                    &sin_spec,
+                    &layout,
+                    &mut expected,
+                    host,
+                    f64::from(case.scale),
+                ),
+            }
+            check(&widen(&input), &widen(&out), &expected, Dtype::F32).map(|()| true)
+        }
+        _ => {
+            let x = buffer(&bytes);
+            let view = TensorView::new(&x, layout).with_dtype(dtype);
+            let pos_bufs = gpu_positions(&case.positions);
+            let pos = positions(&case.positions, &pos_bufs);
+            let mut encoder = ctx().device().create_command_encoder(&Default::default());
+            // A second tensor (K, or the output) with its own guard.
+            let second_layout = match case.entry {
+                Entry::RopeQk => {
+                    let [b, _, s, d] = layout.shape;
+                    Layout::bshd([b, case.k_heads, s, d])
+                }
+                _ => Layout::bhsd(layout.shape).with_offset(3),
+            };
+            let second = data(&second_layout, 5, case.seed ^ 1);
+            let Some(second) = second else {
+                return Ok(false);
+            };
+            let second_bytes = to_bytes(&second, dtype);
+            let y = buffer(&second_bytes);
+            let y_view = TensorView::new(&y, second_layout).with_dtype(dtype);
+            let table = cache_table(&layout, &case.spec);
+            let cache_buf = buffer(bytemuck::cast_slice(&table.0));
+            let flag = buffer(&[0u8; 16]);
+            let result = match case.entry {
+                Entry::Rope => ctx().encode_rope(&mut encoder, &case.spec, &view, pos),
+                Entry::RopeQk => {
+                    ctx().encode_rope_qk(&mut encoder, &case.spec, &view, &y_view, pos)
+                }
+                Entry::RopeOut => ctx().encode_rope_call(
+                    &mut encoder,
+                    &case.spec,
+                    &RopeCall::new(view, pos).with_output(y_view),
+                ),
+                Entry::RopeCache => ctx().encode_rope_call(
+                    &mut encoder,
+                    &case.spec,
+                    &RopeCall::new(view, pos).with_cache(
+                        CosSinCache::vllm(&cache_buf, table.1, table.2)
+                            .with_overflow_flag(ArrayView::new(&flag)),
+                    ),
+                ),
+                Entry::SinTable => ctx().encode_sinusoidal_table(
+                    &mut encoder,
+                    &sin_spec,
+                    &view,
+                    match case.positions {
+                        Pos::Start(p) => p,
+                        _ => 0,
+                    },
+                ),
+                _ => ctx().encode_sinusoidal_add(&mut encoder, &sin_spec, &view, pos, case.scale),
+            };
+            if result.is_err() {
+                return Ok(false); // nothing was submitted
+            }
+            ctx().queue().submit([encoder.finish()]);
+            let got_x = values(&read(&x), dtype, n);
+            let got_y = values(&read(&y), dtype, second.len());
+            let before_y = values(&second_bytes, dtype, second.len());
+            let mut want_x = before.clone();
+            let mut want_y = before_y.clone();
+            match case.entry {
+                Entry::Rope => reference::rope(&case.spec, &layout, &mut want_x, host),
+                Entry::RopeQk => {
+                    reference::rope(&case.spec, &layout, &mut want_x, host);
+                    reference::rope(&case.spec, &second_layout, &mut want_y, host);
+                }
+                Entry::RopeOut => reference::rope_out(
+                    &case.spec,
+                    &layout,
+                    &before,
+                    &second_layout,
+                    &mut want_y,
+                    host,
+                    None,
+                ),
+                Entry::RopeCache => {
+                    if read(&flag)[0] != 0 {
+                        return Ok(false); // positions past the cache: clamped and flagged
+                    }
+                    let cache = reference::HostCache {
+                        values: &table.0,
+                        max_pos: table.1,
+                        row_stride: table.2,
+                        cos_offset: 0,
+                        sin_offset: table.2 / 2,
+                    };
+                    let src = want_x.clone();
+                    reference::rope_out(
+                        &case.spec,
+                        &layout,
+                        &src,
+                        &layout,
+                        &mut want_x,
+                        host,
+                        Some(&cache),
+                    );
+                }
+                Entry::SinTable => {
+                    let start = match case.positions {
+                        Pos::Start(p) => p,
+                        _ => 0,
+                    };
+                    let [nb, nh, ns, d] = layout.shape;
+                    let rows = reference::sinusoidal_table(&sin_spec, ns, start);
+                    for b in 0..nb {
+                        for h in 0..nh {
+                            for s in 0..ns {
+                                let at = reference::row_start(&layout, b, h, s) as usize;
+                                let row = &rows[(s * d) as usize..((s + 1) * d) as usize];
+                                want_x[at..at + d as usize].copy_from_slice(row);
+                            }
+                        }
+                    }
+                }
+                _ => reference::sinusoidal_add(
+                    &sin_spec,
+                    &layout,
+                    &mut want_x,
+                    host,
+                    f64::from(case.scale),
+                ),
+            }
+            check(&before, &got_x, &want_x, dtype)?;
+            check(&before_y, &got_y, &want_y, dtype).map(|()| true)
+        }
+    }
+}
+
+/// A vLLM-style cache `[64, r]` of cos then sin for the spec's rotary pairs.
+fn cache_table(layout: &Layout, spec: &RopeSpec) -> (Vec<f32>, u64, u64) {
+    let r = spec.rotary_dim.unwrap_or(layout.shape[3]).clamp(2, 256) & !1;
+    let max_pos = 64u64;
+    let mut values = vec![0f32; (max_pos * r) as usize];
+    for p in 0..max_pos {
+        for (j, f) in reference::inv_freq(r, 10_000.0).iter().enumerate() {
+            let (s, c) = reference::sincos(p as u32, *f);
+            values[(p * r) as usize + j] = c as f32;
+            values[(p * r + r / 2) as usize + j] = s as f32;
+        }
+    }
+    (values, max_pos, r)
+}
+
+fn calls() -> u32 {
+    std::env::var("POSENC_RANDOM_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: calls(),
+        max_shrink_iters: 2000,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "tests/random_calls.proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn random_calls_are_errors_or_match_the_reference(case in case_strategy()) {
+        if let Err(e) = run(&case) {
+            prop_assert!(false, "{case:?}: {e}");
+        }
+        let n = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
+        if n % 1000 == 0 {
+            eprintln!("{n} calls, {} compared with the reference", CHECKED.load(Ordering::Relaxed));
+        }
+    }
+}
