@@ -585,7 +585,7 @@ proptest! {
             prop_assert!(false, "{case:?}: {e}");
         }
         let n = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
-        if n % 1000 == 0 {
+        if n.is_multiple_of(1000) {
             eprintln!("{n} calls, {} compared with the reference", CHECKED.load(Ordering::Relaxed));
         }
     }
