@@ -322,3 +322,27 @@ fn caches_stay_bounded_over_a_long_decode_loop_and_fresh_buffers() {
         (0, 0, 0)
     );
 }
+
+#[test]
+fn the_demo_prints_its_errors_and_exits_non_zero() {
+    // `cargo test` builds the examples beside the test binaries.
+    let exe = std::env::current_exe().expect("test binary");
+    let demo = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("examples").join("demo"))
+        .expect("target dir");
+    assert!(demo.exists(), "{} not built", demo.display());
+    for arg in ["0", "abc", "99999999999"] {
+        let out = std::process::Command::new(&demo)
+            .args(["--seq", arg])
+            .output()
+            .expect("run the demo");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "--seq {arg}: {stderr}");
+        assert!(
+            stderr.contains("give a whole number of tokens") && !stderr.contains("panicked"),
+            "--seq {arg}: {stderr}"
+        );
+    }
+}
