@@ -3,7 +3,8 @@
 //! element outside the output views unchanged; none panics. Failing cases are kept by
 //! proptest under `proptest-regressions/` and replayed first.
 //!
-//! `POSENC_RANDOM_CALLS` sets the number of calls (default 10 000).
+//! `POSENC_RANDOM_CALLS` sets the number of calls (default 10 000), `POSENC_RANDOM_SEED`
+//! the seed (fixed by default, so that a run can be repeated).
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use half::bf16;
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
+use proptest::test_runner::{FileFailurePersistence, RngSeed};
 use wgpu_posenc::{
     ArrayView, CosSinCache, Dtype, HostPositions, Layout, PairLayout, Positions, RopeCall,
     RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
@@ -562,6 +563,15 @@ fn cache_table(layout: &Layout, spec: &RopeSpec) -> (Vec<f32>, u64, u64) {
     (values, max_pos, r)
 }
 
+/// A fixed seed by default, so that a run (CI's) can be repeated exactly;
+/// `POSENC_RANDOM_SEED` draws other calls.
+fn seed() -> u64 {
+    std::env::var("POSENC_RANDOM_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed_2026)
+}
+
 fn calls() -> u32 {
     std::env::var("POSENC_RANDOM_CALLS")
         .ok()
@@ -576,6 +586,7 @@ proptest! {
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
             "tests/random_calls.proptest-regressions",
         ))),
+        rng_seed: RngSeed::Fixed(seed()),
         ..ProptestConfig::default()
     })]
 
