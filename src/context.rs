@@ -55,39 +55,9 @@ impl PosEnc {
     pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self> {
         let limits = device.limits();
         check_limits(&limits)?;
-        let storage = |read_only| wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only },
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        };
-        let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty,
-            count: None,
-        };
         let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("wgpu-posenc pair pass"),
-            entries: &[
-                entry(
-                    0,
-                    wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                ),
-                // x, freq, ids, aux, x2, cos, sin, flag: eight storage buffers, the
-                // WebGPU default limit.
-                entry(1, storage(false)),
-                entry(2, storage(true)),
-                entry(3, storage(true)),
-                entry(4, storage(true)),
-                entry(5, storage(false)),
-                entry(6, storage(true)),
-                entry(7, storage(true)),
-                entry(8, storage(false)),
-            ],
+            entries: &crate::kernels::bind::layout_entries(),
         });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("wgpu-posenc pair pass"),

@@ -22,6 +22,50 @@ pub(crate) enum Access {
     ReadWrite,
 }
 
+/// The bind group layout of every pair-pass variant, binding by binding (what each holds:
+/// [`binding_name`]); the shaders declare the same (checked against naga's reading of every
+/// variant by the tests below).
+pub(crate) const LAYOUT: [(u32, Access); 9] = [
+    (0, Access::Uniform),
+    (1, Access::ReadWrite),
+    (2, Access::ReadOnly),
+    (3, Access::ReadOnly),
+    (4, Access::ReadOnly),
+    (5, Access::ReadWrite),
+    (6, Access::ReadOnly),
+    (7, Access::ReadOnly),
+    (8, Access::ReadWrite),
+];
+
+/// The access of `binding` in [`LAYOUT`].
+pub(crate) fn access(binding: u32) -> Access {
+    LAYOUT
+        .iter()
+        .find(|(b, _)| *b == binding)
+        .map_or(Access::ReadOnly, |(_, a)| *a)
+}
+
+/// The wgpu layout entries of [`LAYOUT`].
+pub(crate) fn layout_entries() -> Vec<wgpu::BindGroupLayoutEntry> {
+    LAYOUT
+        .iter()
+        .map(|&(binding, access)| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: match access {
+                    Access::Uniform => wgpu::BufferBindingType::Uniform,
+                    Access::ReadOnly => wgpu::BufferBindingType::Storage { read_only: true },
+                    Access::ReadWrite => wgpu::BufferBindingType::Storage { read_only: false },
+                },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        })
+        .collect()
+}
+
 /// One entry of a bind group: a window `[offset, offset + size)` of a buffer.
 #[derive(Clone, Debug)]
 pub(crate) struct Entry {
@@ -132,4 +176,38 @@ pub(crate) fn create(
 /// Do windows `(offset, size)` meet?
 pub(crate) fn overlap(a: (u64, u64), b: (u64, u64)) -> bool {
     a.0 < b.0 + b.1 && b.0 < a.0 + a.1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::Specialization;
+
+    /// Every global every variant declares is in [`LAYOUT`] with the same access.
+    #[test]
+    fn every_variant_declares_the_layout() {
+        for spec in Specialization::all() {
+            let module = naga::front::wgsl::parse_str(&spec.source())
+                .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+            for (_, var) in module.global_variables.iter() {
+                let Some(b) = &var.binding else { continue };
+                assert_eq!(b.group, 0, "{spec:?}");
+                let declared = match var.space {
+                    naga::AddressSpace::Uniform => Access::Uniform,
+                    naga::AddressSpace::Storage { access }
+                        if access.contains(naga::StorageAccess::STORE) =>
+                    {
+                        Access::ReadWrite
+                    }
+                    naga::AddressSpace::Storage { .. } => Access::ReadOnly,
+                    other => panic!("{spec:?}: binding {} in {other:?}", b.binding),
+                };
+                assert!(
+                    LAYOUT.contains(&(b.binding, declared)),
+                    "{spec:?}: binding {} is {declared:?} in the shader",
+                    b.binding
+                );
+            }
+        }
+    }
 }

@@ -637,11 +637,7 @@ impl PosEnc {
                     entry(2, &key.freq, (0, key.freq.size()), Access::ReadOnly),
                 ];
                 for (slot, binding) in slots.iter().zip([1u32, 3, 4, 5, 6, 7, 8]) {
-                    let access = if matches!(binding, 1 | 5 | 8) {
-                        Access::ReadWrite
-                    } else {
-                        Access::ReadOnly
-                    };
+                    let access = bind::access(binding);
                     let (buffer, window) = match slot {
                         Some((buffer, window)) => (buffer, *window),
                         // Each writable slot has a dummy of its own: two writable bindings of

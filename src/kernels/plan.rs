@@ -203,6 +203,76 @@ impl PlanInput {
 mod tests {
     use super::*;
 
+    /// `Params` is mirrored by hand in `shaders/common.wgsl`: the offset of every field, as
+    /// naga lays out the WGSL struct, must be the Rust one, and so must the size.
+    #[test]
+    fn params_layout_matches_the_shader() {
+        macro_rules! offsets {
+            ($($f:ident),* $(,)?) => {
+                vec![$((stringify!($f), std::mem::offset_of!(Params, $f) as u32)),*]
+            };
+        }
+        let rust = offsets!(
+            base,
+            stride_b,
+            stride_h,
+            stride_s,
+            base2,
+            stride2_b,
+            stride2_h,
+            stride2_s,
+            n_b,
+            n_h,
+            n_h2,
+            n_s,
+            groups,
+            half,
+            tail,
+            tail_chunk,
+            pos_start,
+            ids_base,
+            ids_stride_b,
+            axis_stride,
+            aux_base,
+            num_seqs,
+            tok0,
+            pad_pos,
+            max_pos,
+            cos_base,
+            sin_base,
+            cache_stride,
+            flag_base,
+            total,
+            grid_x,
+            sin_sign,
+            scale,
+            span,
+            tokens,
+            _pad,
+        );
+        let spec = crate::kernels::Specialization::new(
+            crate::kernels::Kernel::Rope,
+            crate::spec::PairLayout::HalfSplit,
+            crate::kernels::Width::X4,
+            crate::spec::Dtype::F32,
+        );
+        let module = naga::front::wgsl::parse_str(&spec.source()).expect("wgsl");
+        let (_, ty) = module
+            .types
+            .iter()
+            .find(|(_, t)| t.name.as_deref() == Some("Params"))
+            .expect("struct Params");
+        let naga::TypeInner::Struct { members, span } = &ty.inner else {
+            panic!("Params is a struct");
+        };
+        let wgsl: Vec<(&str, u32)> = members
+            .iter()
+            .map(|m| (m.name.as_deref().unwrap_or(""), m.offset))
+            .collect();
+        assert_eq!(wgsl, rust);
+        assert_eq!(*span as usize, size_of::<Params>());
+    }
+
     fn input(extents: [u64; 3], strides: [u64; 3], row_len: u64, cap: u64) -> PlanInput {
         PlanInput {
             extents,
