@@ -2,7 +2,7 @@
 //! compiled pipelines and frequency buffers.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
 
@@ -40,7 +40,8 @@ pub struct PosEnc {
     /// The last frequencies a pass asked for, packed.
     pub(crate) last_frequencies: Arc<Mutex<Option<crate::kernels::pass::FrequencyMemo>>>,
     /// The identity and empty-dispatch pipelines of [`crate::roofline`], created on first use.
-    pub(crate) roofline: Arc<OnceLock<crate::roofline::Roofline>>,
+    #[cfg(feature = "roofline")]
+    pub(crate) roofline: Arc<std::sync::OnceLock<crate::roofline::Roofline>>,
     /// Records what the pair passes dispatch, for replay on other WebGPU implementations.
     #[cfg(feature = "capture")]
     pub(crate) capture: Option<crate::capture::Capture>,
@@ -89,6 +90,7 @@ impl PosEnc {
             dummy_flag: dummy("wgpu-posenc unused cache flag"),
             bind_groups: Arc::default(),
             last_frequencies: Arc::default(),
+            #[cfg(feature = "roofline")]
             roofline: Arc::default(),
             #[cfg(feature = "capture")]
             capture: None,

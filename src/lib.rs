@@ -33,8 +33,14 @@ pub mod frequencies;
 #[cfg(feature = "hf-config")]
 mod hf;
 mod host;
+/// The pair-pass internals (shader assembly, specializations, planning): not a stable API,
+/// public only with the feature `internals` (for the shader translation tests).
+#[cfg(feature = "internals")]
 pub mod kernels;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod kernels;
 pub mod reference;
+#[cfg(feature = "roofline")]
 pub mod roofline;
 mod spec;
 mod tensor;
@@ -47,4 +53,4 @@ pub use hf::{HfRope, LayerRope};
 pub use kernels::pass::EncodeReport;
 pub use kernels::rope::RopeCall;
 pub use spec::{Dtype, MRope, PairLayout, RopeSpec, SinusoidalLayout, SinusoidalSpec, Timescales};
-pub use tensor::{ArrayView, CosSinCache, HostPositions, Layout, Positions, TensorView};
+pub use tensor::{ArrayView, CosSinCache, Dims, HostPositions, Layout, Positions, TensorView};

@@ -4,6 +4,34 @@
 use crate::error::{Error, Result};
 use crate::spec::Dtype;
 
+/// The extents of a `[batch, seq, heads, head_dim]` (BSHD) tensor, by name: the memory
+/// order and the crate's axis order (`Layout::shape` is `[batch, heads, seq, head_dim]`)
+/// differ, so [`Layout::bshd`] takes names rather than an array that could be read either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dims {
+    /// Batch rows.
+    pub batch: u64,
+    /// Heads.
+    pub heads: u64,
+    /// Tokens.
+    pub seq: u64,
+    /// Elements of one head.
+    pub head_dim: u64,
+}
+
+impl Dims {
+    /// From a shape in the crate's axis order `[batch, heads, seq, head_dim]` (the order of
+    /// `Layout::shape`), not the memory order of a BSHD tensor.
+    pub fn from_logical([batch, heads, seq, head_dim]: [u64; 4]) -> Self {
+        Self {
+            batch,
+            heads,
+            seq,
+            head_dim,
+        }
+    }
+}
+
 /// Where the elements of a `[batch, heads, seq, dim]` tensor are, in elements of its dtype.
 ///
 /// Element `(b, h, s, d)` is at `offset + b * strides[0] + h * strides[1] + s * strides[2] + d`:
@@ -35,13 +63,19 @@ impl Layout {
     }
 
     /// `[batch, seq, heads, dim]` in memory (the projection output, flash-attention, vLLM),
-    /// still addressed as `[batch, heads, seq, dim]`.
-    pub fn bshd(shape: [u64; 4]) -> Self {
-        let [_, h, s, d] = shape;
+    /// still addressed as `[batch, heads, seq, dim]`. The extents are named ([`Dims`]): an
+    /// array could be read in either order, and both have the same size.
+    pub fn bshd(dims: Dims) -> Self {
+        let Dims {
+            batch: b,
+            heads: h,
+            seq: s,
+            head_dim: d,
+        } = dims;
         // Saturating: a shape whose strides overflow is refused by `end` (ShapeOverflow).
         Self {
             offset: 0,
-            shape,
+            shape: [b, h, s, d],
             strides: [
                 s.saturating_mul(h).saturating_mul(d),
                 d,

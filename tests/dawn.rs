@@ -25,6 +25,7 @@ use common::{Rng, ctx, guarded_input, poison, widen};
 use half::bf16;
 use serde_json::json;
 use wgpu::util::DeviceExt;
+use wgpu_posenc::Dims;
 use wgpu_posenc::capture::{Capture, CapturedPass};
 use wgpu_posenc::{
     ArrayView, CosSinCache, Dtype, HostPositions, Layout, PairLayout, PosEnc, Positions, RopeCall,
@@ -350,7 +351,20 @@ fn rope_qk(rec: &mut Recorder, name: &str, packed: bool, dtype: Dtype, rng: &mut
             Layout::strided([1, hkv, t, d], [0, d, row]).with_offset(hq * d),
         )
     } else {
-        (Layout::bshd([1, hq, t, d]), Layout::bshd([1, hkv, t, d]))
+        (
+            Layout::bshd(Dims {
+                batch: 1,
+                heads: hq,
+                seq: t,
+                head_dim: d,
+            }),
+            Layout::bshd(Dims {
+                batch: 1,
+                heads: hkv,
+                seq: t,
+                head_dim: d,
+            }),
+        )
     };
     let whole = |l: &Layout| l.end().expect("valid") as usize;
     let mut q_in: Vec<f32> = (0..whole(&q_layout).max(whole(&k_layout)) + 64)
@@ -423,7 +437,12 @@ fn rope_qk(rec: &mut Recorder, name: &str, packed: bool, dtype: Dtype, rng: &mut
 /// Out of place: into another buffer, or into the same buffer right after the source.
 fn rope_out_of_place(rec: &mut Recorder, name: &str, same_buffer: bool, rng: &mut Rng) {
     let spec = RopeSpec::new().rotary_dim(32).base(10_000.0);
-    let src_layout = Layout::bshd([1, 3, 21, 48]);
+    let src_layout = Layout::bshd(Dims {
+        batch: 1,
+        heads: 3,
+        seq: 21,
+        head_dim: 48,
+    });
     let n = src_layout.end().expect("valid");
     let dst_layout = if same_buffer {
         Layout::bhsd([1, 3, 21, 48]).with_offset(n + 4)
@@ -496,7 +515,12 @@ fn host_start(host: &HostPositions<'_>) -> Positions<'static> {
 fn rope_cache(rec: &mut Recorder, rng: &mut Rng) {
     let (max_pos, r) = (64u64, 32u64);
     let spec = RopeSpec::new();
-    let layout = Layout::bshd([1, 2, 9, 32]);
+    let layout = Layout::bshd(Dims {
+        batch: 1,
+        heads: 2,
+        seq: 9,
+        head_dim: 32,
+    });
     let mut cache = vec![0f32; (max_pos * r) as usize];
     for p in 0..max_pos {
         for (j, f) in reference::inv_freq(r, 10_000.0).iter().enumerate() {
@@ -662,7 +686,12 @@ fn recorded() -> &'static Recorder {
             (
                 "rope BSHD half-split vec4, YaRN",
                 yarn,
-                Layout::bshd([1, 4, 29, 128]),
+                Layout::bshd(Dims {
+                    batch: 1,
+                    heads: 4,
+                    seq: 29,
+                    head_dim: 128,
+                }),
                 HostPositions::Start(40_000),
             ),
             (
@@ -674,7 +703,12 @@ fn recorded() -> &'static Recorder {
             (
                 "rope per-row starts",
                 RopeSpec::new(),
-                Layout::bshd([2, 2, 15, 32]),
+                Layout::bshd(Dims {
+                    batch: 2,
+                    heads: 2,
+                    seq: 15,
+                    head_dim: 32,
+                }),
                 HostPositions::BatchStarts(&starts),
             ),
             (
@@ -686,7 +720,12 @@ fn recorded() -> &'static Recorder {
             (
                 "rope varlen with offsets",
                 RopeSpec::new(),
-                Layout::bshd([1, 2, 30, 32]),
+                Layout::bshd(Dims {
+                    batch: 1,
+                    heads: 2,
+                    seq: 30,
+                    head_dim: 32,
+                }),
                 HostPositions::Varlen {
                     cu_seqlens: &cu,
                     offsets: Some(&offsets),
@@ -695,7 +734,12 @@ fn recorded() -> &'static Recorder {
             (
                 "rope varlen",
                 RopeSpec::new().pair_layout(PairLayout::Interleaved),
-                Layout::bshd([1, 3, 30, 8]),
+                Layout::bshd(Dims {
+                    batch: 1,
+                    heads: 3,
+                    seq: 30,
+                    head_dim: 8,
+                }),
                 HostPositions::Varlen {
                     cu_seqlens: &cu,
                     offsets: None,
@@ -704,7 +748,12 @@ fn recorded() -> &'static Recorder {
             (
                 "rope M-RoPE sections (Qwen2-VL)",
                 RopeSpec::new().mrope([4, 6, 6], false),
-                Layout::bshd([2, 2, 11, 32]),
+                Layout::bshd(Dims {
+                    batch: 2,
+                    heads: 2,
+                    seq: 11,
+                    head_dim: 32,
+                }),
                 HostPositions::Axes(&axes),
             ),
             (
@@ -729,7 +778,12 @@ fn recorded() -> &'static Recorder {
             &mut rec,
             "rope per-row starts, cut into token blocks",
             &RopeSpec::new(),
-            Layout::bshd([2, 2, 150, 32]),
+            Layout::bshd(Dims {
+                batch: 2,
+                heads: 2,
+                seq: 150,
+                head_dim: 32,
+            }),
             Dtype::F32,
             HostPositions::BatchStarts(&starts),
             &mut rng,

@@ -4,6 +4,7 @@ mod common;
 
 use common::ctx;
 use wgpu::util::DeviceExt;
+use wgpu_posenc::Dims;
 use wgpu_posenc::{
     ArrayView, Dtype, Error, HostPositions, Layout, Positions, RopeSpec, SinusoidalSpec, TensorView,
 };
@@ -372,7 +373,12 @@ fn host_positions_the_gpu_cannot_check() {
         )
         .expect_err("start overflow");
     assert!(matches!(e, Error::PositionOverflow { seq: 10, .. }), "{e}");
-    let varlen = Layout::bshd([1, 2, 10, 8]);
+    let varlen = Layout::bshd(Dims {
+        batch: 1,
+        heads: 2,
+        seq: 10,
+        head_dim: 8,
+    });
     for cu in [&[0u32, 6, 4, 10][..], &[1, 5, 10], &[0, 5, 9]] {
         let e = ctx()
             .rope_host(
@@ -407,7 +413,12 @@ fn q_and_k_or_source_and_output_sharing_elements() {
         1 << 16,
         wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
     );
-    let q = Layout::bshd([1, 4, 8, 16]);
+    let q = Layout::bshd(Dims {
+        batch: 1,
+        heads: 4,
+        seq: 8,
+        head_dim: 16,
+    });
     let mut encoder = ctx().device().create_command_encoder(&Default::default());
     let spec = RopeSpec::new();
     // K the same view as Q, and K shifted by one head inside Q's token rows.

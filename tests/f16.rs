@@ -5,6 +5,7 @@ mod common;
 
 use common::{Rng, assert_one_rounding, ctx, guarded_u16, run_on_u16};
 use half::f16;
+use wgpu_posenc::Dims;
 use wgpu_posenc::{
     Dtype, Error, HostPositions, Layout, PairLayout, Positions, RopeSpec, SinusoidalSpec,
     TensorView, reference,
@@ -45,7 +46,13 @@ fn rope_f16_within_one_rounding() {
         ),
         (
             PairLayout::Interleaved,
-            Layout::bshd([1, 4, 9, 16]).with_offset(3),
+            Layout::bshd(Dims {
+                batch: 1,
+                heads: 4,
+                seq: 9,
+                head_dim: 16,
+            })
+            .with_offset(3),
         ),
         (
             PairLayout::HalfSplit,

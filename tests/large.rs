@@ -4,6 +4,7 @@
 mod common;
 
 use common::{Rng, assert_matches, ctx, expected_rope, guarded_input, rope_on_buffer};
+use wgpu_posenc::Dims;
 use wgpu_posenc::{
     ArrayView, HostPositions, Layout, PairLayout, Positions, RopeSpec, SinusoidalSpec, reference,
 };
@@ -21,7 +22,10 @@ fn tensor_larger_than_one_binding() {
         .collect();
     for (pair_layout, layout) in [
         (PairLayout::HalfSplit, Layout::bhsd(shape)),
-        (PairLayout::Interleaved, Layout::bshd(shape)),
+        (
+            PairLayout::Interleaved,
+            Layout::bshd(Dims::from_logical(shape)),
+        ),
     ] {
         let spec = RopeSpec::new().pair_layout(pair_layout);
         let (gpu, report) = rope_on_buffer(&ctx, &input, &spec, layout, Positions::Start(100));
@@ -68,7 +72,7 @@ fn small_bindings_split_any_layout() {
         let layout = if case % 2 == 0 {
             Layout::bhsd(shape)
         } else {
-            Layout::bshd(shape)
+            Layout::bshd(Dims::from_logical(shape))
         }
         .with_offset([0, 4, 9][case as usize % 3]);
         let pair_layout = if case % 3 == 0 {

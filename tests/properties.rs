@@ -5,6 +5,7 @@
 mod common;
 
 use common::{Rng, ctx};
+use wgpu_posenc::Dims;
 use wgpu_posenc::{HostPositions, Layout, PairLayout, RopeSpec};
 
 const LAYOUTS: [PairLayout; 2] = [PairLayout::Interleaved, PairLayout::HalfSplit];
@@ -66,7 +67,7 @@ fn rotation_preserves_norms_and_inverse_restores() {
     for pair_layout in LAYOUTS {
         for r in [128u64, 64] {
             let shape = [2, 4, 33, 128];
-            let layout = Layout::bshd(shape);
+            let layout = Layout::bshd(Dims::from_logical(shape));
             let x = rng.values(2 * 4 * 33 * 128);
             let spec = RopeSpec::new().pair_layout(pair_layout).rotary_dim(r);
             let start = 1_000_000_000;

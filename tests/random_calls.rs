@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use half::bf16;
 use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngSeed};
+use wgpu_posenc::Dims;
 use wgpu_posenc::{
     ArrayView, CosSinCache, Dtype, HostPositions, Layout, PairLayout, Positions, RopeCall,
     RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
@@ -93,7 +94,7 @@ fn layout_strategy() -> impl Strategy<Value = Layout> {
         let shape = [b, h, s, d];
         match kind {
             0 => Layout::bhsd(shape).with_offset(offset),
-            1 => Layout::bshd(shape).with_offset(offset),
+            1 => Layout::bshd(Dims::from_logical(shape)).with_offset(offset),
             // Any strides: some overlap (an error), some leave gaps.
             2 => Layout::strided(shape, st.map(|x| u64::from(x % 512))).with_offset(offset),
             // Large strides on few elements.
@@ -428,7 +429,12 @@ fn run_case(case: &Case) -> Result<bool, String> {
             let second_layout = match case.entry {
                 Entry::RopeQk => {
                     let [b, _, s, d] = layout.shape;
-                    Layout::bshd([b, case.k_heads, s, d])
+                    Layout::bshd(Dims {
+                        batch: b,
+                        heads: case.k_heads,
+                        seq: s,
+                        head_dim: d,
+                    })
                 }
                 _ => Layout::bhsd(layout.shape).with_offset(3),
             };

@@ -3,6 +3,7 @@
 mod common;
 
 use common::ctx;
+use wgpu_posenc::Dims;
 use wgpu_posenc::{
     ArrayView, CacheUsage, Dtype, Error, HostPositions, Layout, PairLayout, PosEnc, Positions,
     RopeSpec, Scaling, SinusoidalSpec, TensorView, reference,
@@ -119,7 +120,12 @@ fn shape_arithmetic_never_overflows() {
     for layout in [
         Layout::strided([0, 1, 1, 8], [u64::MAX, u64::MAX, u64::MAX]).with_offset(u64::MAX),
         Layout::bhsd([u64::MAX, 0, u64::MAX, 8]),
-        Layout::bshd([1 << 40, 0, 1 << 40, 8]),
+        Layout::bshd(Dims {
+            batch: 1 << 40,
+            heads: 0,
+            seq: 1 << 40,
+            head_dim: 8,
+        }),
     ] {
         for positions in [
             Positions::Start(u32::MAX),
@@ -174,7 +180,16 @@ fn shape_arithmetic_never_overflows() {
         "{e}"
     );
     assert!(Layout::bhsd([2, u64::MAX, 2, 2]).end().is_err());
-    assert!(Layout::bshd([2, u64::MAX, u64::MAX, 2]).end().is_err());
+    assert!(
+        Layout::bshd(Dims {
+            batch: 2,
+            heads: u64::MAX,
+            seq: u64::MAX,
+            head_dim: 2
+        })
+        .end()
+        .is_err()
+    );
 }
 
 #[test]
@@ -271,7 +286,15 @@ fn caches_stay_bounded_over_a_long_decode_loop_and_fresh_buffers() {
         original_max_position_embeddings: 64,
     });
     let q = common::f32_buffer(&vec![0.5; 4 * 64]);
-    let view = TensorView::new(&q, Layout::bshd([1, 4, 1, 64]));
+    let view = TensorView::new(
+        &q,
+        Layout::bshd(Dims {
+            batch: 1,
+            heads: 4,
+            seq: 1,
+            head_dim: 64,
+        }),
+    );
     let mut peak = CacheUsage::default();
     for step in 0..10_000u32 {
         let mut encoder = ctx.device().create_command_encoder(&Default::default());

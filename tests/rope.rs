@@ -4,6 +4,7 @@
 mod common;
 
 use common::{Rng, assert_matches, ctx, guarded_input, run_on_buffer, u32_buffer};
+use wgpu_posenc::Dims;
 use wgpu_posenc::{
     ArrayView, HostPositions, Layout, PairLayout, Positions, RopeSpec, TensorView, reference,
 };
@@ -22,7 +23,7 @@ enum Tensor {
 fn layout_of(kind: Tensor, shape: [u64; 4], offset: u64) -> Layout {
     let layout = match kind {
         Tensor::Bhsd => Layout::bhsd(shape),
-        Tensor::Bshd => Layout::bshd(shape),
+        Tensor::Bshd => Layout::bshd(Dims::from_logical(shape)),
         Tensor::Padded => {
             let [_, h, s, d] = shape;
             let row = d + 4;
@@ -143,7 +144,18 @@ fn decode_step_with_an_offset() {
     for pair_layout in [PairLayout::Interleaved, PairLayout::HalfSplit] {
         let spec = RopeSpec::new().pair_layout(pair_layout);
         check_case(&mut rng, &spec, Layout::bhsd([1, 32, 1, 128]), 4095, None);
-        check_case(&mut rng, &spec, Layout::bshd([2, 8, 1, 128]), 4095, None);
+        check_case(
+            &mut rng,
+            &spec,
+            Layout::bshd(Dims {
+                batch: 2,
+                heads: 8,
+                seq: 1,
+                head_dim: 128,
+            }),
+            4095,
+            None,
+        );
     }
 }
 
@@ -159,7 +171,12 @@ fn single_head_long_sequence() {
 #[test]
 fn host_path_matches_the_reference() {
     let mut rng = Rng::new(5);
-    let layout = Layout::bshd([2, 3, 17, 32]);
+    let layout = Layout::bshd(Dims {
+        batch: 2,
+        heads: 3,
+        seq: 17,
+        head_dim: 32,
+    });
     let input = rng.values(2 * 3 * 17 * 32);
     let spec = RopeSpec::new().pair_layout(PairLayout::Interleaved);
     let ids: Vec<u32> = (0..2 * 17).map(|i| 1000 + 3 * i).collect();
@@ -217,7 +234,12 @@ fn every_scaling_type_matches_the_reference() {
             check_case(
                 &mut rng,
                 &spec,
-                Layout::bshd([1, 3, 70, 64]),
+                Layout::bshd(Dims {
+                    batch: 1,
+                    heads: 3,
+                    seq: 70,
+                    head_dim: 64,
+                }),
                 5 * k as u32,
                 None,
             );

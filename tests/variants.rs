@@ -9,6 +9,7 @@ use common::{
     Rng, assert_matches, assert_one_rounding, bits, ctx, f32_buffer, guarded_input, guarded_u16,
     read_back, run_on_buffers, run_on_u16, u32_buffer, widen,
 };
+use wgpu_posenc::Dims;
 use wgpu_posenc::{
     ArrayView, CosSinCache, Error, HostPositions, Layout, PairLayout, Positions, RopeCall,
     RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
@@ -25,8 +26,19 @@ fn fused_qk_with_grouped_query_attention() {
         // once a token's heads do not fit a binding.
         for (q_layout, k_layout, cap) in [
             (
-                Layout::bshd([2, 8, 33, 64]),
-                Layout::bshd([2, 2, 33, 64]).with_offset(4),
+                Layout::bshd(Dims {
+                    batch: 2,
+                    heads: 8,
+                    seq: 33,
+                    head_dim: 64,
+                }),
+                Layout::bshd(Dims {
+                    batch: 2,
+                    heads: 2,
+                    seq: 33,
+                    head_dim: 64,
+                })
+                .with_offset(4),
                 None,
             ),
             (
@@ -111,7 +123,12 @@ fn varlen_sequences_and_per_row_starts() {
     // Four packed sequences of 5, 1, 17 and 9 tokens, [T, H, D] token-major.
     let cu = [0u32, 5, 6, 23, 32];
     let offsets = [0u32, 100, 7, u32::MAX - 20];
-    let layout = Layout::bshd([1, 3, 32, 24]);
+    let layout = Layout::bshd(Dims {
+        batch: 1,
+        heads: 3,
+        seq: 32,
+        head_dim: 24,
+    });
     for pair_layout in LAYOUTS {
         let spec = RopeSpec::new().pair_layout(pair_layout);
         for with_offsets in [false, true] {
@@ -153,7 +170,7 @@ fn out_of_place_converts_layouts_and_copies_the_tail() {
     for pair_layout in LAYOUTS {
         for (r, offset) in [(48u64, 0u64), (32, 4), (6, 3)] {
             let shape = [2, 3, 21, 64];
-            let src_layout = Layout::bshd(shape).with_offset(offset);
+            let src_layout = Layout::bshd(Dims::from_logical(shape)).with_offset(offset);
             let dst_layout = Layout::bhsd(shape).with_offset(8);
             let src = guarded_input(&mut rng, &src_layout, 5);
             let dst: Vec<f32> = (0..dst_layout.end().unwrap() as usize + 6)
@@ -273,7 +290,12 @@ fn cache_path_matches_on_the_fly_bit_for_bit() {
     let cache = table.gpu();
     for pair_layout in LAYOUTS {
         let spec = RopeSpec::new().pair_layout(pair_layout);
-        let layout = Layout::bshd([2, 4, 50, 64]);
+        let layout = Layout::bshd(Dims {
+            batch: 2,
+            heads: 4,
+            seq: 50,
+            head_dim: 64,
+        });
         let x = guarded_input(&mut rng, &layout, 3);
         let out = run_on_buffers(&[&x, &x], |encoder, b| {
             let cached = RopeCall::new(TensorView::new(&b[0], layout), Positions::Start(250))
@@ -378,7 +400,13 @@ fn bf16_within_one_rounding() {
         ),
         (
             PairLayout::Interleaved,
-            Layout::bshd([1, 4, 9, 16]).with_offset(3),
+            Layout::bshd(Dims {
+                batch: 1,
+                heads: 4,
+                seq: 9,
+                head_dim: 16,
+            })
+            .with_offset(3),
         ),
         (
             PairLayout::HalfSplit,
@@ -414,7 +442,12 @@ fn mrope_contiguous_and_interleaved_sections() {
                 .pair_layout(pair_layout)
                 .base(1_000_000.0)
                 .mrope(section, interleaved);
-            let layout = Layout::bshd([2, 3, 20, 128]);
+            let layout = Layout::bshd(Dims {
+                batch: 2,
+                heads: 3,
+                seq: 20,
+                head_dim: 128,
+            });
             let ids: Vec<u32> = (0..3 * 2 * 20)
                 .map(|i| (rng.next_u64() % 5000) as u32 + i % 7)
                 .collect();
@@ -435,7 +468,12 @@ fn mrope_contiguous_and_interleaved_sections() {
         }
     }
     // Text tokens have the same position on every axis: plain RoPE, bit for bit.
-    let layout = Layout::bshd([1, 2, 10, 128]);
+    let layout = Layout::bshd(Dims {
+        batch: 1,
+        heads: 2,
+        seq: 10,
+        head_dim: 128,
+    });
     let x = guarded_input(&mut rng, &layout, 3);
     let pos: Vec<u32> = (0..10).map(|i| 40 + i).collect();
     let axes: Vec<u32> = pos.iter().cycle().take(30).copied().collect();
@@ -540,7 +578,12 @@ fn interleaved_and_half_split_agree_after_the_permutation() {
     // dimension accordingly turns one convention into the other, bit for bit.
     let mut rng = Rng::new(50);
     let (d, r) = (64usize, 48usize);
-    let layout = Layout::bshd([2, 3, 17, d as u64]);
+    let layout = Layout::bshd(Dims {
+        batch: 2,
+        heads: 3,
+        seq: 17,
+        head_dim: d as u64,
+    });
     let x = rng.values(2 * 3 * 17 * d);
     let perm = |v: &[f32]| -> Vec<f32> {
         v.chunks(d)
@@ -626,8 +669,18 @@ fn sinusoidal_timescales_and_padding() {
 fn k_is_rotated_when_q_has_no_heads() {
     let mut rng = Rng::new(51);
     let spec = RopeSpec::new();
-    let q_layout = Layout::bshd([1, 0, 9, 32]);
-    let k_layout = Layout::bshd([1, 2, 9, 32]);
+    let q_layout = Layout::bshd(Dims {
+        batch: 1,
+        heads: 0,
+        seq: 9,
+        head_dim: 32,
+    });
+    let k_layout = Layout::bshd(Dims {
+        batch: 1,
+        heads: 2,
+        seq: 9,
+        head_dim: 32,
+    });
     let k = guarded_input(&mut rng, &k_layout, 5);
     let q = vec![1.0f32; 4];
     let out = run_on_buffers(&[&q, &k], |encoder, b| {
@@ -655,7 +708,12 @@ fn per_row_starts_continue_across_token_blocks() {
     let capped = ctx().clone().with_max_binding_size(16 << 10);
     let starts = [7u32, 100_000];
     let starts_buf = u32_buffer(&starts);
-    let layout = Layout::bshd([2, 4, 300, 32]);
+    let layout = Layout::bshd(Dims {
+        batch: 2,
+        heads: 4,
+        seq: 300,
+        head_dim: 32,
+    });
     let x = guarded_input(&mut rng, &layout, 9);
     let spec = RopeSpec::new();
     let mut report = None;

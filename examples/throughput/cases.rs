@@ -6,6 +6,7 @@
 //! Shared by `examples/throughput/main.rs` and `benches/throughput.rs` (through `#[path]`),
 //! so the two time the same work.
 
+use wgpu_posenc::Dims;
 use wgpu_posenc::{
     Layout, PairLayout, PosEnc, Positions, Result, RopeSpec, SinusoidalSpec, TensorView,
 };
@@ -170,7 +171,7 @@ pub fn rope_layout(tensor: Tensor, seq: u64) -> Layout {
     let shape = [1, HEADS, seq, HEAD_DIM];
     match tensor {
         Tensor::Bhsd => Layout::bhsd(shape),
-        Tensor::Bshd => Layout::bshd(shape),
+        Tensor::Bshd => Layout::bshd(Dims::from_logical(shape)),
     }
 }
 

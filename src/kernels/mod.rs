@@ -239,6 +239,7 @@ impl Specialization {
 
     /// Every plain variant, and each of them with each option on its own (for shader
     /// validation tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn all() -> Vec<Specialization> {
         let mut all = Vec::new();
         for kernel in [Kernel::Rope, Kernel::Sinusoidal] {
