@@ -96,6 +96,61 @@ struct ViewWindow<'a> {
     heads: u64,
 }
 
+/// The small arrays of a pass bound whole by every dispatch: the varlen offsets (with the
+/// index of the first in their window) and the cos/sin cache with its cos, sin and flag
+/// windows.
+struct WholeArrays<'a> {
+    aux: Option<Window<'a>>,
+    aux_base: u64,
+    cache: Option<(PassCache<'a>, [(u64, u64); 3])>,
+}
+
+/// A binding window `(offset, size)` of a buffer.
+type Window<'a> = (&'a wgpu::Buffer, (u64, u64));
+
+/// One dispatch of a pass: its parameters, the windows of its tensor bindings (A, then B if
+/// it has its own) and of its ids, its grid, its variant, and what it reports.
+struct Dispatch<'a> {
+    params: Params,
+    windows: Vec<Window<'a>>,
+    ids: Option<Window<'a>>,
+    grid: [u32; 2],
+    spec: Specialization,
+    workgroups: u64,
+    blocks: u32,
+}
+
+/// The tensor windows of a dispatch, and whether view B goes through A's binding: views of
+/// one buffer whose windows meet (Q and K of a packed QKV buffer, an output just after its
+/// source) are bound once, by a window covering both (the planner gave each half a binding
+/// so that it fits). Sets the view parameters.
+fn bind_views<'a>(
+    params: &mut Params,
+    a: &ViewWindow<'a>,
+    b: Option<&ViewWindow<'a>>,
+    elem: u64,
+) -> (Vec<Window<'a>>, bool) {
+    [params.stride_b, params.stride_h, params.stride_s] = a.strides;
+    let mut windows = vec![(a.buffer, a.window)];
+    let mut shared = false;
+    if let Some(b) = b {
+        [params.stride2_b, params.stride2_h, params.stride2_s] = b.strides;
+        params.n_h2 = b.heads as u32;
+        if b.buffer == a.buffer && overlap(a.window, b.window) {
+            let lo = a.window.0.min(b.window.0);
+            let hi = (a.window.0 + a.window.1).max(b.window.0 + b.window.1);
+            windows[0].1 = (lo, hi - lo);
+            shared = true;
+        } else {
+            windows.push((b.buffer, b.window));
+        }
+        let origin = if shared { windows[0].1.0 } else { b.window.0 };
+        params.base2 = ((b.first * elem - origin) / elem) as u32;
+    }
+    params.base = ((a.first * elem - windows[0].1.0) / elem) as u32;
+    (windows, shared)
+}
+
 /// A bind group and the entries it was made of (kept for the capture of dispatches).
 #[derive(Debug)]
 pub(crate) struct BoundGroup {
@@ -300,9 +355,126 @@ impl PosEnc {
         if blocks.is_empty() {
             return Ok(EncodeReport::default());
         }
+        let whole = self.whole_arrays(pass);
+        let (units, spec) = self.units(pass, &input, &blocks);
+        let dispatches: Vec<Dispatch<'_>> = units
+            .iter()
+            .map(|(blk, partner)| self.dispatch(pass, &input, &whole, spec, blk, partner.as_ref()))
+            .collect();
+        let freq =
+            self.packed_frequencies(&pass.inv_freq, &pass.axes, pass.spec.width.pairs() as usize)?;
+        let bind_groups = self.cached_bind_groups(&dispatches, &whole, freq, blocks.len())?;
+        let pipelines: Vec<wgpu::ComputePipeline> = dispatches
+            .iter()
+            .map(|d| self.pipeline(d.spec))
+            .collect::<Result<_>>()?;
+        let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("wgpu-posenc"),
+            timestamp_writes: None,
+        });
+        for ((bind_group, d), pipeline) in bind_groups.iter().zip(&dispatches).zip(&pipelines) {
+            cpass.set_pipeline(pipeline);
+            cpass.set_bind_group(0, &bind_group.group, &[]);
+            cpass.dispatch_workgroups(d.grid[0], d.grid[1], 1);
+        }
+        drop(cpass);
+        #[cfg(feature = "capture")]
+        if let Some(capture) = &self.capture {
+            let recorded = bind_groups
+                .iter()
+                .zip(&dispatches)
+                .map(|(bg, d)| (d.spec, bg.entries.clone(), [d.grid[0], d.grid[1], 1]))
+                .collect();
+            capture.record_pass(recorded);
+        }
+        Ok(dispatches
+            .iter()
+            .fold(EncodeReport::default(), |r, d| EncodeReport {
+                dispatches: r.dispatches + 1,
+                blocks: r.blocks + d.blocks,
+                max_workgroups: r.max_workgroups.max(d.workgroups),
+            }))
+    }
+
+    /// The small arrays every block binds whole (varlen offsets, cos/sin cache, flag).
+    fn whole_arrays<'a>(&self, pass: &PairPass<'a>) -> WholeArrays<'a> {
+        let whole = |w: Words<'_>, count: u64| self.window(w.buffer, w.first * 4, count * 4);
+        let (aux, aux_base) = match pass.positions {
+            PassPositions::Varlen {
+                offsets: Some(o),
+                num_seqs,
+                ..
+            } => {
+                let win = whole(o, u64::from(num_seqs));
+                (Some((o.buffer, win)), (o.first * 4 - win.0) / 4)
+            }
+            _ => (None, 0),
+        };
+        let cache = pass.cache.map(|c| {
+            let rows = c.max_pos * c.row_stride;
+            let windows = [whole(c.cos, rows), whole(c.sin, rows), whole(c.flag, 1)];
+            (c, windows)
+        });
+        WholeArrays {
+            aux,
+            aux_base,
+            cache,
+        }
+    }
+
+    /// The dispatch units of a pass: one block each, or two head blocks of the same tokens.
+    ///
+    /// A RoPE tensor cut into blocks of few heads (BHSD with long sequences: a 128 MiB
+    /// binding holds 4 heads of 65 536 tokens) dispatches two head blocks of the same tokens
+    /// together, the second through the K binding, so that each angle serves twice the
+    /// heads. Measured on lavapipe at S = 65 536: interleaved 0.83 -> 0.91 of the identity,
+    /// half-split 0.69 -> 0.85; with 15 heads a block (S = 16 384) it lost (0.83 -> 0.70
+    /// half-split), more concurrent streams than the cache holds.
+    fn units(
+        &self,
+        pass: &PairPass<'_>,
+        input: &PlanInput,
+        blocks: &[Block],
+    ) -> (Vec<(Block, Option<Block>)>, Specialization) {
+        let pair_heads = pass.spec.kernel == Kernel::Rope
+            && pass.spec.second == Second::None
+            && blocks.len() > 1
+            && blocks.iter().all(|b| b.extent[1] <= PAIR_HEADS_UP_TO)
+            && blocks.iter().any(|b| b.extent[1] < pass.a.layout.shape[1]);
+        if !pair_heads {
+            return (blocks.iter().map(|b| (*b, None)).collect(), pass.spec);
+        }
+        // Two writable windows of one buffer must not meet (WebGPU): partners whose aligned
+        // windows touch go alone.
+        let elem = pass.spec.dtype.size();
+        let window = |b: &Block| self.view_window(input, 0, &pass.a, b, elem).window;
+        let units = pair_head_blocks(blocks)
+            .into_iter()
+            .flat_map(|(blk, partner)| match partner {
+                Some(o) if overlap(window(&blk), window(&o)) => vec![(blk, None), (o, None)],
+                _ => vec![(blk, partner)],
+            })
+            .collect();
+        let spec = Specialization {
+            second: Second::InPlace,
+            ..pass.spec
+        };
+        (units, spec)
+    }
+
+    /// The parameters, windows and grid of one dispatch: block `blk` of view A, and view B
+    /// (K or the source) or the partner head block of A.
+    fn dispatch<'a>(
+        &self,
+        pass: &PairPass<'a>,
+        input: &PlanInput,
+        whole: &WholeArrays<'a>,
+        spec: Specialization,
+        blk: &Block,
+        partner: Option<&Block>,
+    ) -> Dispatch<'a> {
         let elem = pass.spec.dtype.size();
         let [_, _, s, d] = pass.a.layout.shape;
-        let g = pass.spec.width.pairs();
         let groups = input.groups;
         let span = span(pass);
         // Tokens per invocation: the sinusoidal kernels step the angle from token to token
@@ -319,248 +491,149 @@ impl PosEnc {
         } else {
             0
         };
-        // Even shares, so that no two invocations write the same bf16 word.
-        let tail_chunk = tail.div_ceil(groups).next_multiple_of(2);
+        let total = blk.extent[0] * blk.extent[2].div_ceil(tokens) * groups;
+        let (workgroups, grid) = fold_grid(total.div_ceil(WORKGROUP));
+        let mut params = Params {
+            n_b: blk.extent[0] as u32,
+            n_h: blk.extent[1] as u32,
+            n_s: blk.extent[2] as u32,
+            groups: groups as u32,
+            half: pass.pairs as u32,
+            tail: tail as u32,
+            // Even shares, so that no two invocations write the same bf16 word.
+            tail_chunk: tail.div_ceil(groups).next_multiple_of(2) as u32,
+            ids_stride_b: s as u32,
+            tok0: blk.start[2] as u32,
+            pad_pos: pass.pad_pos.unwrap_or(u32::MAX),
+            aux_base: whole.aux_base as u32,
+            sin_sign: pass.sin_sign,
+            scale: pass.scale,
+            span: span as u32,
+            tokens: tokens as u32,
+            total: total as u32,
+            grid_x: grid[0],
+            ..Params::default()
+        };
+        let a = self.view_window(input, 0, &pass.a, blk, elem);
+        let b = match (&pass.b, partner) {
+            (Some(view), _) => Some(self.view_window(input, 1, view, blk, elem)),
+            (None, Some(other)) => Some(self.view_window(input, 0, &pass.a, other, elem)),
+            (None, None) => None,
+        };
+        let (windows, shared) = bind_views(&mut params, &a, b.as_ref(), elem);
+        let ids = self.ids_window(&mut params, pass, input, blk);
+        if let Some((c, [cos, sin, flag])) = &whole.cache {
+            params.max_pos = c.max_pos as u32;
+            params.cache_stride = c.row_stride as u32;
+            params.cos_base = ((c.cos.first * 4 - cos.0) / 4) as u32;
+            params.sin_base = ((c.sin.first * 4 - sin.0) / 4) as u32;
+            params.flag_base = ((c.flag.first * 4 - flag.0) / 4) as u32;
+        }
+        Dispatch {
+            params,
+            windows,
+            ids,
+            grid,
+            spec: Specialization { shared, ..spec },
+            workgroups,
+            blocks: 1 + u32::from(partner.is_some()),
+        }
+    }
 
-        let freq = self.packed_frequencies(&pass.inv_freq, &pass.axes, g as usize)?;
-        // Whole small arrays (cu_seqlens, offsets, caches, flag) are bound once per pass.
-        let whole = |w: Words<'_>, count: u64| self.window(w.buffer, w.first * 4, count * 4);
-        let (aux, aux_base) = match pass.positions {
+    /// The window of the position ids (or starts, or cu_seqlens) block `blk` reads; sets the
+    /// position parameters.
+    fn ids_window<'a>(
+        &self,
+        params: &mut Params,
+        pass: &PairPass<'a>,
+        input: &PlanInput,
+        blk: &Block,
+    ) -> Option<Window<'a>> {
+        let s = pass.a.layout.shape[2];
+        let (w, at) = match pass.positions {
+            PassPositions::Start(start) => {
+                params.pos_start = start + blk.start[2] as u32;
+                return None;
+            }
+            PassPositions::BatchStarts(w) => (w, w.first + blk.start[0]),
+            PassPositions::Ids(w) | PassPositions::Axes(w) => {
+                params.axis_stride = (pass.a.layout.shape[0] * s) as u32;
+                (w, w.first + blk.start[0] * s + blk.start[2])
+            }
             PassPositions::Varlen {
-                offsets: Some(o),
+                cu_seqlens,
                 num_seqs,
                 ..
             } => {
-                let win = whole(o, u64::from(num_seqs));
-                (Some((o.buffer, win)), (o.first * 4 - win.0) / 4)
+                params.num_seqs = num_seqs;
+                (cu_seqlens, cu_seqlens.first)
             }
-            _ => (None, 0),
         };
-        let cache = pass.cache.map(|c| {
-            let rows = c.max_pos * c.row_stride;
-            let cos = whole(c.cos, rows);
-            let sin = whole(c.sin, rows);
-            let flag = whole(c.flag, 1);
-            (c, cos, sin, flag)
-        });
+        let win = self.window(w.buffer, at * 4, input.ids_span(blk.extent) * 4);
+        params.ids_base = ((at * 4 - win.0) / 4) as u32;
+        Some((w.buffer, win))
+    }
 
+    /// The bind groups of `dispatches`: from the cache when a recent pass had the same
+    /// buffers, windows and parameters, else made (and cached when small).
+    fn cached_bind_groups(
+        &self,
+        dispatches: &[Dispatch<'_>],
+        whole: &WholeArrays<'_>,
+        freq: wgpu::Buffer,
+        blocks: usize,
+    ) -> Result<Arc<[BoundGroup]>> {
         let param_stride = (size_of::<Params>() as u64).next_multiple_of(self.uniform_align);
-        let mut uniform = vec![0u8; (param_stride * blocks.len() as u64) as usize];
-        let mut dispatched = 0;
-        let mut bindings = Vec::with_capacity(blocks.len());
-        let mut report = EncodeReport::default();
-        // A RoPE tensor cut into blocks of few heads (BHSD with long sequences: a 128 MiB
-        // binding holds 4 heads of 65 536 tokens) dispatches two head blocks of the same
-        // tokens together, the second through the K binding, so that each angle serves twice
-        // the heads. Measured on lavapipe at S = 65 536: interleaved 0.83 -> 0.91 of the
-        // identity, half-split 0.69 -> 0.85; with 15 heads a block (S = 16 384) it lost
-        // (0.83 -> 0.70 half-split), more concurrent streams than the cache holds.
-        let pair_heads = pass.spec.kernel == Kernel::Rope
-            && pass.spec.second == Second::None
-            && blocks.len() > 1
-            && blocks.iter().all(|b| b.extent[1] <= PAIR_HEADS_UP_TO)
-            && blocks.iter().any(|b| b.extent[1] < pass.a.layout.shape[1]);
-        let units = if pair_heads {
-            // Two writable windows of one buffer must not meet (WebGPU): partners whose
-            // aligned windows touch go alone.
-            let whole_heads = |b: &Block| self.view_window(&input, 0, &pass.a, b, elem).window;
-            pair_head_blocks(&blocks)
-                .into_iter()
-                .flat_map(|(blk, partner)| match partner {
-                    Some(o) if overlap(whole_heads(&blk), whole_heads(&o)) => {
-                        vec![(blk, None), (o, None)]
-                    }
-                    _ => vec![(blk, partner)],
-                })
-                .collect()
-        } else {
-            blocks.iter().map(|b| (*b, None)).collect::<Vec<_>>()
-        };
-        let spec = if pair_heads {
-            Specialization {
-                second: Second::InPlace,
-                ..pass.spec
-            }
-        } else {
-            pass.spec
-        };
-        for (k, (blk, partner)) in units.iter().enumerate() {
-            let blk = *blk;
-            let mut params = Params {
-                n_b: blk.extent[0] as u32,
-                n_h: blk.extent[1] as u32,
-                n_s: blk.extent[2] as u32,
-                groups: groups as u32,
-                half: pass.pairs as u32,
-                tail: tail as u32,
-                tail_chunk: tail_chunk as u32,
-                ids_stride_b: s as u32,
-                tok0: blk.start[2] as u32,
-                pad_pos: pass.pad_pos.unwrap_or(u32::MAX),
-                aux_base: aux_base as u32,
-                sin_sign: pass.sin_sign,
-                scale: pass.scale,
-                span: span as u32,
-                tokens: tokens as u32,
-                ..Params::default()
-            };
-            // View A always; view B when present (K or the source), or the partner head
-            // block of A.
-            let a = self.view_window(&input, 0, &pass.a, &blk, elem);
-            let b = match (&pass.b, partner) {
-                (Some(view), _) => Some(self.view_window(&input, 1, view, &blk, elem)),
-                (None, Some(other)) => Some(self.view_window(&input, 0, &pass.a, other, elem)),
-                (None, None) => None,
-            };
-            (params.stride_b, params.stride_h, params.stride_s) =
-                (a.strides[0], a.strides[1], a.strides[2]);
-            let mut windows = vec![(a.buffer, a.window)];
-            let mut shared = false;
-            if let Some(b) = &b {
-                (params.stride2_b, params.stride2_h, params.stride2_s) =
-                    (b.strides[0], b.strides[1], b.strides[2]);
-                params.n_h2 = b.heads as u32;
-                if b.buffer == a.buffer && overlap(a.window, b.window) {
-                    // Views of one buffer whose windows meet (Q and K of a packed QKV buffer,
-                    // an output just after its source) go through one binding covering
-                    // both; the planner halved their windows so that it fits.
-                    let lo = a.window.0.min(b.window.0);
-                    let hi = (a.window.0 + a.window.1).max(b.window.0 + b.window.1);
-                    windows[0].1 = (lo, hi - lo);
-                    shared = true;
-                } else {
-                    windows.push((b.buffer, b.window));
-                }
-                let origin = if shared { windows[0].1.0 } else { b.window.0 };
-                params.base2 = ((b.first * elem - origin) / elem) as u32;
-            }
-            params.base = ((a.first * elem - windows[0].1.0) / elem) as u32;
-            let ids = match pass.positions {
-                PassPositions::Start(start) => {
-                    params.pos_start = start + blk.start[2] as u32;
-                    None
-                }
-                PassPositions::BatchStarts(w) => Some((w, w.first + blk.start[0])),
-                PassPositions::Ids(w) | PassPositions::Axes(w) => {
-                    params.axis_stride = (pass.a.layout.shape[0] * s) as u32;
-                    Some((w, w.first + blk.start[0] * s + blk.start[2]))
-                }
-                PassPositions::Varlen {
-                    cu_seqlens,
-                    num_seqs,
-                    ..
-                } => {
-                    params.num_seqs = num_seqs;
-                    Some((cu_seqlens, cu_seqlens.first))
-                }
-            };
-            let ids = ids.map(|(w, at)| {
-                let win = self.window(w.buffer, at * 4, input.ids_span(blk.extent) * 4);
-                params.ids_base = ((at * 4 - win.0) / 4) as u32;
-                (w.buffer, win)
-            });
-            if let Some((c, cos, sin, flag)) = &cache {
-                params.max_pos = c.max_pos as u32;
-                params.cache_stride = c.row_stride as u32;
-                params.cos_base = ((c.cos.first * 4 - cos.0) / 4) as u32;
-                params.sin_base = ((c.sin.first * 4 - sin.0) / 4) as u32;
-                params.flag_base = ((c.flag.first * 4 - flag.0) / 4) as u32;
-            }
-            let total = blk.extent[0] * blk.extent[2].div_ceil(tokens) * groups;
-            let (workgroups, [grid_x, grid_y]) = fold_grid(total.div_ceil(WORKGROUP));
-            params.total = total as u32;
-            params.grid_x = grid_x;
+        let mut uniform = vec![0u8; param_stride as usize * dispatches.len()];
+        for (k, d) in dispatches.iter().enumerate() {
             let at = k * param_stride as usize;
-            uniform[at..at + size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(&params));
-            dispatched = k + 1;
-            report.blocks += 1 + u32::from(partner.is_some());
-            let unit_spec = Specialization { shared, ..spec };
-            bindings.push((windows, ids, [grid_x, grid_y], unit_spec));
-            report.dispatches += 1;
-            report.max_workgroups = report.max_workgroups.max(workgroups);
+            uniform[at..at + size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(&d.params));
         }
-        // Storage bindings 1, 3, 4, 5, 6, 7, 8 of each block (the frequencies, binding 2, are
-        // the same for all): a buffer window, or None for a dummy.
-        let slots: Vec<[Slot; 7]> = bindings
+        // Storage bindings 1, 3, 4, 5, 6, 7, 8 of each dispatch (the frequencies, binding 2,
+        // are the same for all): a buffer window, or None for a dummy.
+        let own = |(b, w): (&wgpu::Buffer, (u64, u64))| Some((b.clone(), w));
+        let slots: Vec<[Slot; 7]> = dispatches
             .iter()
-            .map(|(windows, ids, _, _)| {
-                let own = |(b, w): (&wgpu::Buffer, (u64, u64))| Some((b.clone(), w));
-                let (cos, sin, flag) = match &cache {
-                    Some((c, cos, sin, flag)) => (
+            .map(|d| {
+                let [cos, sin, flag] = match &whole.cache {
+                    Some((c, [cos, sin, flag])) => [
                         own((c.cos.buffer, *cos)),
                         own((c.sin.buffer, *sin)),
                         own((c.flag.buffer, *flag)),
-                    ),
-                    None => (None, None, None),
+                    ],
+                    None => [None, None, None],
                 };
                 [
-                    own(windows[0]),
-                    ids.and_then(own),
-                    aux.and_then(own),
-                    windows.get(1).copied().and_then(own),
+                    own(d.windows[0]),
+                    d.ids.and_then(own),
+                    whole.aux.and_then(own),
+                    d.windows.get(1).copied().and_then(own),
                     cos,
                     sin,
                     flag,
                 ]
             })
             .collect();
-        uniform.truncate(dispatched * param_stride as usize);
         let key = BindKey {
-            freq: freq.clone(),
+            freq,
             slots,
             params: uniform,
         };
-        let cacheable = blocks.len() <= BindCache::MAX_BLOCKS
+        let cacheable = blocks <= BindCache::MAX_BLOCKS
             && key
                 .slots
                 .iter()
                 .flatten()
                 .flatten()
                 .all(|(b, _)| b.size() <= BindCache::MAX_BUFFER);
-        let cached = if cacheable {
-            self.bind_cache().get(&key)
-        } else {
-            None
-        };
-        let bind_groups = match cached {
-            Some(bind_groups) => bind_groups,
-            None => {
-                let bind_groups = self.bind_groups(&key, param_stride)?;
-                if cacheable {
-                    self.bind_cache().insert(key, bind_groups.clone());
-                }
-                bind_groups
-            }
-        };
-        let pipelines: Vec<wgpu::ComputePipeline> = bindings
-            .iter()
-            .map(|(_, _, _, unit_spec)| self.pipeline(*unit_spec))
-            .collect::<Result<_>>()?;
-
-        let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("wgpu-posenc"),
-            timestamp_writes: None,
-        });
-        for ((bind_group, (_, _, [gx, gy], _)), pipeline) in
-            bind_groups.iter().zip(&bindings).zip(&pipelines)
-        {
-            cpass.set_pipeline(pipeline);
-            cpass.set_bind_group(0, &bind_group.group, &[]);
-            cpass.dispatch_workgroups(*gx, *gy, 1);
+        if cacheable && let Some(hit) = self.bind_cache().get(&key) {
+            return Ok(hit);
         }
-        drop(cpass);
-        #[cfg(feature = "capture")]
-        if let Some(capture) = &self.capture {
-            let dispatches = bind_groups
-                .iter()
-                .zip(&bindings)
-                .map(|(bg, (_, _, [gx, gy], unit_spec))| {
-                    (*unit_spec, bg.entries.clone(), [*gx, *gy, 1])
-                })
-                .collect();
-            capture.record_pass(dispatches);
+        let bind_groups = self.bind_groups(&key, param_stride)?;
+        if cacheable {
+            self.bind_cache().insert(key, bind_groups.clone());
         }
-        Ok(report)
+        Ok(bind_groups)
     }
 
     /// The binding window of `view` for block `blk` (view index `i` of the plan): the
