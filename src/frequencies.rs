@@ -677,236 +677,200 @@ impl Scaling {
         base: f64,
         seq_len: u64,
     ) -> Result<Frequencies, FrequencyError> {
-        if rotary_dim == 0 || !rotary_dim.is_multiple_of(2) {
-            return Err(FrequencyError::InvalidRotaryDim { rotary_dim });
-        }
-        if !(base.is_finite() && base > 0.0) {
-            return Err(FrequencyError::InvalidBase { base });
-        }
-        self.validate()?;
+        self.check_for(u64::from(rotary_dim), base)?;
         let r = f64::from(rotary_dim);
-        let half = (rotary_dim / 2) as usize;
-        let unit = |f: Vec<Dd>| {
-            let (inv_freq, inv_freq_lo) = split(f);
-            Frequencies {
-                inv_freq,
-                inv_freq_lo,
-                attention_factor: 1.0,
-            }
+        let non_finite = FrequencyError::NonFiniteResult {
+            scaling: self.name(),
+            rotary_dim,
+            base,
         };
-        let finite_base = |b: f64| {
+        // The base of a power-of-base scaling, which must stay finite.
+        let powered = |b: f64| {
             if b.is_finite() {
-                Ok(b)
+                Ok(default_inv_freq_dd(rotary_dim, b))
             } else {
-                Err(FrequencyError::NonFiniteResult {
-                    scaling: self.name(),
-                    rotary_dim,
-                    base,
-                })
+                Err(non_finite.clone())
             }
         };
-        let needs_two_pairs = |scaling: &'static str| {
-            if rotary_dim < 4 {
-                Err(FrequencyError::RotaryDimTooSmall {
-                    scaling,
-                    rotary_dim,
-                })
-            } else {
-                Ok(())
-            }
-        };
-
         let out = match self {
             Scaling::Default => unit(default_inv_freq_dd(rotary_dim, base)),
             Scaling::Linear { factor } => {
-                let f = default_inv_freq_dd(rotary_dim, base);
-                unit(
-                    f.into_iter()
-                        .map(|x| x.div(Dd::from_f64(*factor)))
-                        .collect(),
-                )
+                unit(divided(default_inv_freq_dd(rotary_dim, base), *factor))
             }
             Scaling::Proportional {
                 partial_rotary_factor,
                 factor,
             } => {
-                // HF: int(partial * head // 2) pairs rotate.
+                // HF: int(partial * head // 2) pairs rotate, the others not at all.
                 let angles = (partial_rotary_factor * r / 2.0).floor() as usize;
-                let f = default_inv_freq_dd(rotary_dim, base);
-                unit(
-                    f.into_iter()
-                        .enumerate()
-                        .map(|(j, x)| {
-                            if j < angles {
-                                x.div(Dd::from_f64(*factor))
-                            } else {
-                                Dd::from_f64(0.0)
-                            }
-                        })
-                        .collect(),
-                )
+                let mut f = divided(default_inv_freq_dd(rotary_dim, base), *factor);
+                f.iter_mut()
+                    .skip(angles)
+                    .for_each(|x| *x = Dd::from_f64(0.0));
+                unit(f)
             }
-            Scaling::NtkAware { factor } => {
-                needs_two_pairs(self.name())?;
-                unit(default_inv_freq_dd(
-                    rotary_dim,
-                    finite_base(base * factor.powf(r / (r - 2.0)))?,
-                ))
-            }
+            Scaling::NtkAware { factor } => unit(powered(base * factor.powf(r / (r - 2.0)))?),
             Scaling::DynamicNtk {
                 factor,
-                original_max_position_embeddings,
-            } => {
-                needs_two_pairs(self.name())?;
-                let orig = *original_max_position_embeddings;
-                if seq_len > orig {
-                    let stretch = factor * seq_len as f64 / orig as f64 - (factor - 1.0);
-                    unit(default_inv_freq_dd(
-                        rotary_dim,
-                        finite_base(base * stretch.powf(r / (r - 2.0)))?,
-                    ))
-                } else {
-                    unit(default_inv_freq_dd(rotary_dim, base))
-                }
+                original_max_position_embeddings: orig,
+            } if seq_len > *orig => {
+                let stretch = factor * seq_len as f64 / *orig as f64 - (factor - 1.0);
+                unit(powered(base * stretch.powf(r / (r - 2.0)))?)
             }
-            Scaling::Yarn {
-                factor,
-                original_max_position_embeddings,
-                beta_fast,
-                beta_slow,
-                mscale,
-                mscale_all_dim,
-                attention_factor,
-                truncate,
-            } => {
-                if base <= 1.0 {
-                    return Err(FrequencyError::YarnBaseTooSmall { base });
-                }
-                let orig = *original_max_position_embeddings as f64;
-                // The dimension (2j) whose wavelength makes `rotations` turns over `orig`
-                // positions: r * ln(orig / (2 pi rotations)) / (2 ln base).
-                let dim_at =
-                    |rotations: f64| r * (orig / (rotations * 2.0 * PI)).ln() / (2.0 * base.ln());
-                let (mut low, mut high) = (dim_at(*beta_fast), dim_at(*beta_slow));
-                if *truncate {
-                    low = low.floor();
-                    high = high.ceil();
-                }
-                let low = low.max(0.0);
-                let mut high = high.min(r - 1.0);
-                if low == high {
-                    high += 0.001; // HF's guard against a zero-width ramp
-                }
-                let inv_freq = (0..half)
-                    .map(|j| {
-                        let pos_freq = base.powf(2.0 * j as f64 / r);
-                        let extrapolated = 1.0 / pos_freq;
-                        let interpolated = 1.0 / (factor * pos_freq);
-                        let ramp = ((j as f64 - low) / (high - low)).clamp(0.0, 1.0);
-                        let extrapolation_factor = 1.0 - ramp;
-                        interpolated * (1.0 - extrapolation_factor)
-                            + extrapolated * extrapolation_factor
-                    })
-                    .collect();
-                let attention_factor = match attention_factor {
-                    Some(a) => *a,
-                    None if *mscale != 0.0 && *mscale_all_dim != 0.0 => {
-                        yarn_get_mscale(*factor, *mscale)
-                            / yarn_get_mscale(*factor, *mscale_all_dim)
-                    }
-                    None => yarn_get_mscale(*factor, 1.0),
-                };
-                Frequencies {
-                    inv_freq_lo: vec![0.0; half],
-                    inv_freq,
-                    attention_factor,
-                }
-            }
-            Scaling::Llama3 {
-                factor,
-                low_freq_factor,
-                high_freq_factor,
-                original_max_position_embeddings,
-            } => {
-                let orig = *original_max_position_embeddings as f64;
-                let low_freq_wavelen = orig / low_freq_factor;
-                let high_freq_wavelen = orig / high_freq_factor;
-                let inv_freq = default_inv_freq_dd(rotary_dim, base)
-                    .into_iter()
-                    .map(|fd| {
-                        let f = fd.hi;
-                        let wavelen = 2.0 * PI / f;
-                        // HF's order: the low-frequency band first.
-                        if wavelen > low_freq_wavelen {
-                            fd.div(Dd::from_f64(*factor))
-                        } else if wavelen < high_freq_wavelen {
-                            fd
-                        } else {
-                            // HF's medium band; empty when the two factors are equal (Llama 4).
-                            let smooth = (orig / wavelen - low_freq_factor)
-                                / (high_freq_factor - low_freq_factor);
-                            let smooth = if smooth.is_finite() { smooth } else { 0.0 };
-                            Dd::from_f64((1.0 - smooth) * f / factor + smooth * f)
-                        }
-                    })
-                    .collect();
-                unit(inv_freq)
-            }
-            Scaling::LongRope {
-                short_factor,
-                long_factor,
-                original_max_position_embeddings,
-                max_position_embeddings,
-                attention_factor,
-            } => {
-                for (which, list) in [("short_factor", short_factor), ("long_factor", long_factor)]
-                {
-                    if list.len() != half {
-                        return Err(FrequencyError::FactorListLength {
-                            which,
-                            len: list.len(),
-                            expected: half,
-                            rotary_dim,
-                        });
-                    }
-                }
-                let orig = *original_max_position_embeddings;
-                let ext = if seq_len > orig {
-                    long_factor
-                } else {
-                    short_factor
-                };
-                let inv_freq = ext
-                    .iter()
-                    .enumerate()
-                    .map(|(j, e)| 1.0 / (e * base.powf(2.0 * j as f64 / r)))
-                    .collect();
-                let attention_factor = match attention_factor {
-                    Some(a) => *a,
-                    None => longrope_attention_factor(
-                        *max_position_embeddings as f64 / orig as f64,
-                        orig,
-                    ),
-                };
-                Frequencies {
-                    inv_freq_lo: vec![0.0; half],
-                    inv_freq,
-                    attention_factor,
-                }
-            }
+            Scaling::DynamicNtk { .. } => unit(default_inv_freq_dd(rotary_dim, base)),
+            Scaling::Yarn { .. } => self.yarn_frequencies(rotary_dim, base),
+            Scaling::Llama3 { .. } => self.llama3_frequencies(rotary_dim, base),
+            Scaling::LongRope { .. } => self.longrope_frequencies(rotary_dim, base, seq_len),
         };
-
         let finite = out.inv_freq.iter().all(|f| f.is_finite() && *f >= 0.0);
         if finite && out.attention_factor.is_finite() && out.attention_factor > 0.0 {
             Ok(out)
         } else {
-            Err(FrequencyError::NonFiniteResult {
-                scaling: self.name(),
-                rotary_dim,
-                base,
-            })
+            Err(non_finite)
         }
     }
+
+    /// YaRN (checked parameters): the ramp between extrapolated and interpolated
+    /// frequencies over HF's correction range, and the attention factor.
+    fn yarn_frequencies(&self, rotary_dim: u32, base: f64) -> Frequencies {
+        let Scaling::Yarn {
+            factor,
+            original_max_position_embeddings,
+            beta_fast,
+            beta_slow,
+            mscale,
+            mscale_all_dim,
+            attention_factor,
+            truncate,
+        } = self
+        else {
+            unreachable!("called for YaRN")
+        };
+        let r = f64::from(rotary_dim);
+        let orig = *original_max_position_embeddings as f64;
+        // The dimension (2j) whose wavelength makes `rotations` turns over `orig` positions:
+        // r * ln(orig / (2 pi rotations)) / (2 ln base).
+        let dim_at = |rotations: f64| r * (orig / (rotations * 2.0 * PI)).ln() / (2.0 * base.ln());
+        let (mut low, mut high) = (dim_at(*beta_fast), dim_at(*beta_slow));
+        if *truncate {
+            low = low.floor();
+            high = high.ceil();
+        }
+        let low = low.max(0.0);
+        let mut high = high.min(r - 1.0);
+        if low == high {
+            high += 0.001; // HF's guard against a zero-width ramp
+        }
+        let inv_freq: Vec<f64> = (0..rotary_dim / 2)
+            .map(|j| {
+                let pos_freq = base.powf(2.0 * f64::from(j) / r);
+                let extrapolated = 1.0 / pos_freq;
+                let interpolated = 1.0 / (factor * pos_freq);
+                let ramp = ((f64::from(j) - low) / (high - low)).clamp(0.0, 1.0);
+                let extrapolation_factor = 1.0 - ramp;
+                interpolated * (1.0 - extrapolation_factor) + extrapolated * extrapolation_factor
+            })
+            .collect();
+        let attention_factor = match attention_factor {
+            Some(a) => *a,
+            None if *mscale != 0.0 && *mscale_all_dim != 0.0 => {
+                yarn_get_mscale(*factor, *mscale) / yarn_get_mscale(*factor, *mscale_all_dim)
+            }
+            None => yarn_get_mscale(*factor, 1.0),
+        };
+        Frequencies {
+            inv_freq_lo: vec![0.0; inv_freq.len()],
+            inv_freq,
+            attention_factor,
+        }
+    }
+
+    /// Llama 3 (checked parameters): wavelength bands, in HF's order.
+    fn llama3_frequencies(&self, rotary_dim: u32, base: f64) -> Frequencies {
+        let Scaling::Llama3 {
+            factor,
+            low_freq_factor,
+            high_freq_factor,
+            original_max_position_embeddings,
+        } = self
+        else {
+            unreachable!("called for Llama 3")
+        };
+        let orig = *original_max_position_embeddings as f64;
+        let low_freq_wavelen = orig / low_freq_factor;
+        let high_freq_wavelen = orig / high_freq_factor;
+        let inv_freq = default_inv_freq_dd(rotary_dim, base)
+            .into_iter()
+            .map(|fd| {
+                let f = fd.hi;
+                let wavelen = 2.0 * PI / f;
+                if wavelen > low_freq_wavelen {
+                    fd.div(Dd::from_f64(*factor))
+                } else if wavelen < high_freq_wavelen {
+                    fd
+                } else {
+                    // The medium band; empty when the two factors are equal (Llama 4).
+                    let smooth =
+                        (orig / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+                    let smooth = if smooth.is_finite() { smooth } else { 0.0 };
+                    Dd::from_f64((1.0 - smooth) * f / factor + smooth * f)
+                }
+            })
+            .collect();
+        unit(inv_freq)
+    }
+
+    /// LongRoPE (checked parameters, lists of r/2 factors): the long factors past the
+    /// original length, and the attention factor.
+    fn longrope_frequencies(&self, rotary_dim: u32, base: f64, seq_len: u64) -> Frequencies {
+        let Scaling::LongRope {
+            short_factor,
+            long_factor,
+            original_max_position_embeddings: orig,
+            max_position_embeddings,
+            attention_factor,
+        } = self
+        else {
+            unreachable!("called for LongRoPE")
+        };
+        let r = f64::from(rotary_dim);
+        let ext = if seq_len > *orig {
+            long_factor
+        } else {
+            short_factor
+        };
+        let inv_freq: Vec<f64> = ext
+            .iter()
+            .enumerate()
+            .map(|(j, e)| 1.0 / (e * base.powf(2.0 * j as f64 / r)))
+            .collect();
+        let attention_factor = match attention_factor {
+            Some(a) => *a,
+            None => {
+                longrope_attention_factor(*max_position_embeddings as f64 / *orig as f64, *orig)
+            }
+        };
+        Frequencies {
+            inv_freq_lo: vec![0.0; inv_freq.len()],
+            inv_freq,
+            attention_factor,
+        }
+    }
+}
+
+/// Frequencies with no attention factor.
+fn unit(f: Vec<Dd>) -> Frequencies {
+    let (inv_freq, inv_freq_lo) = split(f);
+    Frequencies {
+        inv_freq,
+        inv_freq_lo,
+        attention_factor: 1.0,
+    }
+}
+
+/// Each frequency divided by `factor`, in double-double.
+fn divided(f: Vec<Dd>, factor: f64) -> Vec<Dd> {
+    f.into_iter().map(|x| x.div(Dd::from_f64(factor))).collect()
 }
 
 /// LongRoPE's default attention factor for context stretch `factor`: `sqrt(1 + ln(factor) /
