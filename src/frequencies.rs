@@ -402,6 +402,24 @@ fn check_factor(
     }
 }
 
+/// A share in `(0, 1]`.
+fn check_share(
+    scaling: &'static str,
+    name: &'static str,
+    value: f64,
+) -> Result<(), FrequencyError> {
+    if value.is_finite() && value > 0.0 && value <= 1.0 {
+        Ok(())
+    } else {
+        Err(FrequencyError::InvalidParameter {
+            scaling,
+            name,
+            value,
+            need: "in (0, 1]",
+        })
+    }
+}
+
 fn check_positive(
     scaling: &'static str,
     name: &'static str,
@@ -564,18 +582,7 @@ impl Scaling {
                 factor,
             } => {
                 check_factor(s, "factor", *factor)?;
-                if !(partial_rotary_factor.is_finite()
-                    && *partial_rotary_factor > 0.0
-                    && *partial_rotary_factor <= 1.0)
-                {
-                    return Err(FrequencyError::InvalidParameter {
-                        scaling: s,
-                        name: "partial_rotary_factor",
-                        value: *partial_rotary_factor,
-                        need: "in (0, 1]",
-                    });
-                }
-                Ok(())
+                check_share(s, "partial_rotary_factor", *partial_rotary_factor)
             }
             Scaling::DynamicNtk {
                 factor,
@@ -588,37 +595,7 @@ impl Scaling {
                     *original_max_position_embeddings,
                 )
             }
-            Scaling::Yarn {
-                factor,
-                original_max_position_embeddings,
-                beta_fast,
-                beta_slow,
-                mscale,
-                mscale_all_dim,
-                attention_factor,
-                truncate: _,
-            } => {
-                check_factor(s, "factor", *factor)?;
-                check_context(
-                    s,
-                    "original_max_position_embeddings",
-                    *original_max_position_embeddings,
-                )?;
-                check_positive(s, "beta_fast", *beta_fast)?;
-                check_positive(s, "beta_slow", *beta_slow)?;
-                if beta_fast < beta_slow {
-                    return Err(FrequencyError::BetaFastBelowBetaSlow {
-                        beta_fast: *beta_fast,
-                        beta_slow: *beta_slow,
-                    });
-                }
-                check_non_negative(s, "mscale", *mscale)?;
-                check_non_negative(s, "mscale_all_dim", *mscale_all_dim)?;
-                if let Some(a) = attention_factor {
-                    check_positive(s, "attention_factor", *a)?;
-                }
-                Ok(())
-            }
+            Scaling::Yarn { .. } => self.validate_yarn(),
             Scaling::Llama3 {
                 factor,
                 low_freq_factor,
@@ -641,27 +618,71 @@ impl Scaling {
                     *original_max_position_embeddings,
                 )
             }
-            Scaling::LongRope {
-                short_factor,
-                long_factor,
-                original_max_position_embeddings,
-                max_position_embeddings,
-                attention_factor,
-            } => {
-                check_factor_list("short_factor", short_factor)?;
-                check_factor_list("long_factor", long_factor)?;
-                check_context(
-                    s,
-                    "original_max_position_embeddings",
-                    *original_max_position_embeddings,
-                )?;
-                check_context(s, "max_position_embeddings", *max_position_embeddings)?;
-                if let Some(a) = attention_factor {
-                    check_positive(s, "attention_factor", *a)?;
-                }
-                Ok(())
-            }
+            Scaling::LongRope { .. } => self.validate_longrope(),
         }
+    }
+
+    fn validate_yarn(&self) -> Result<(), FrequencyError> {
+        let s = self.name();
+        let Scaling::Yarn {
+            factor,
+            original_max_position_embeddings,
+            beta_fast,
+            beta_slow,
+            mscale,
+            mscale_all_dim,
+            attention_factor,
+            truncate: _,
+        } = self
+        else {
+            unreachable!("called for YaRN")
+        };
+        check_factor(s, "factor", *factor)?;
+        check_context(
+            s,
+            "original_max_position_embeddings",
+            *original_max_position_embeddings,
+        )?;
+        check_positive(s, "beta_fast", *beta_fast)?;
+        check_positive(s, "beta_slow", *beta_slow)?;
+        if beta_fast < beta_slow {
+            return Err(FrequencyError::BetaFastBelowBetaSlow {
+                beta_fast: *beta_fast,
+                beta_slow: *beta_slow,
+            });
+        }
+        check_non_negative(s, "mscale", *mscale)?;
+        check_non_negative(s, "mscale_all_dim", *mscale_all_dim)?;
+        if let Some(a) = attention_factor {
+            check_positive(s, "attention_factor", *a)?;
+        }
+        Ok(())
+    }
+
+    fn validate_longrope(&self) -> Result<(), FrequencyError> {
+        let s = self.name();
+        let Scaling::LongRope {
+            short_factor,
+            long_factor,
+            original_max_position_embeddings,
+            max_position_embeddings,
+            attention_factor,
+        } = self
+        else {
+            unreachable!("called for LongRoPE")
+        };
+        check_factor_list("short_factor", short_factor)?;
+        check_factor_list("long_factor", long_factor)?;
+        check_context(
+            s,
+            "original_max_position_embeddings",
+            *original_max_position_embeddings,
+        )?;
+        check_context(s, "max_position_embeddings", *max_position_embeddings)?;
+        if let Some(a) = attention_factor {
+            check_positive(s, "attention_factor", *a)?;
+        }
+        Ok(())
     }
 
     /// Frequencies for rotary dim `rotary_dim` (even, > 0), base `base` (> 0, finite), at current sequence length `seq_len` (used by DynamicNtk and LongRope; HF semantics).
