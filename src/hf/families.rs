@@ -1,0 +1,374 @@
+//! The families' own rules: which keys, defaults, pair layout and layers each one's
+//! configuration and modeling code in transformers reads (tests/data/hf/README.md).
+
+use serde_json::Value;
+
+use super::json::{invalid, opt_f64, opt_u64, truthy};
+use super::reader::Reader;
+use super::{HfRope, LayerRope, Obj};
+use crate::error::Result;
+use crate::frequencies::FrequencyError;
+use crate::spec::{PairLayout, RopeSpec};
+
+impl Reader<'_> {
+    /// Llama, Mistral, Qwen2/3: the common pipeline, rotate_half over the whole head (the
+    /// default type ignores `partial_rotary_factor`; scaled types with one make HF fail).
+    pub(super) fn llama_like(&self, default_theta: f64, layout: PairLayout) -> Result<LayerRope> {
+        let dict = self.rope_dict()?;
+        let (scaling, rope_type) = self.scaling(dict, None)?;
+        let partial = match opt_f64(dict, "partial_rotary_factor")? {
+            Some(p) => Some(p),
+            None => opt_f64(self.text, "partial_rotary_factor")?,
+        };
+        if rope_type != "default" && partial.is_some_and(|p| p != 1.0) {
+            return Err(FrequencyError::HfRejects {
+                what: "partial_rotary_factor with a scaled rope type in a llama-style family \
+                       (its cos/sin come out narrower than the head and apply_rotary_pos_emb \
+                       fails)",
+            }
+            .into());
+        }
+        let head_dim = self.head_dim(None)?;
+        Ok(LayerRope {
+            spec: RopeSpec::new()
+                .base(self.theta(dict, default_theta)?)
+                .pair_layout(layout)
+                .scaling(scaling),
+            head_dim,
+        })
+    }
+
+    /// A spec with rotary width `int(head_dim * partial)` (must be even).
+    pub(super) fn partial(
+        spec: RopeSpec,
+        head_dim: u64,
+        partial: f64,
+    ) -> std::result::Result<LayerRope, FrequencyError> {
+        let r = (head_dim as f64 * partial) as u64;
+        if r == 0 || !r.is_multiple_of(2) || r > head_dim {
+            return Err(FrequencyError::InvalidConfigValue {
+                key: "partial_rotary_factor".into(),
+                expected: "a factor giving an even rotary width of at most head_dim",
+                found: format!("{partial} (head_dim {head_dim}: {r} lanes)"),
+            });
+        }
+        let spec = if r == head_dim {
+            spec
+        } else {
+            spec.rotary_dim(r)
+        };
+        Ok(LayerRope { spec, head_dim })
+    }
+
+    /// GPT-NeoX / Pythia: `rotary_emb_base` and `rotary_pct` (default 0.25) fill the rope
+    /// dict's gaps; top-level `rope_theta` / `partial_rotary_factor` are not read.
+    pub(super) fn gpt_neox(&self) -> Result<LayerRope> {
+        let dict = self.rope_dict()?;
+        let (scaling, _) = self.scaling(dict, None)?;
+        let theta = match opt_f64(dict, "rope_theta")? {
+            Some(t) => t,
+            None => opt_f64(self.text, "rotary_emb_base")?.unwrap_or(10_000.0),
+        };
+        let partial = match opt_f64(dict, "partial_rotary_factor")? {
+            Some(p) => p,
+            None => opt_f64(self.text, "rotary_pct")?.unwrap_or(0.25),
+        };
+        let spec = RopeSpec::new().base(theta).scaling(scaling);
+        Ok(Self::partial(spec, self.head_dim(None)?, partial)?)
+    }
+
+    /// Phi-3: "su" and "yarn" are LongRoPE; `original_max_position_embeddings` is a class
+    /// field (default 4096) that overrides the dict; partial rotary from the dict, else the
+    /// top level.
+    pub(super) fn phi3(&self) -> Result<LayerRope> {
+        let dict = self.rope_dict()?;
+        let rope_type = Self::rope_type(dict)?;
+        let original = opt_u64(self.text, "original_max_position_embeddings")?.unwrap_or(4096);
+        let mut dict = dict.clone();
+        if matches!(rope_type.as_str(), "su" | "yarn") {
+            if rope_type == "su" && !dict.contains_key("original_max_position_embeddings") {
+                // transformers 5.24 renames "su" only after checking the keys of "longrope".
+                return Err(FrequencyError::HfRejects {
+                    what: "a Phi-3 rope_scaling of legacy type \"su\" without its own \
+                           original_max_position_embeddings (transformers 5.x fails to load \
+                           it: KeyError); add the key or set \"type\": \"longrope\"",
+                }
+                .into());
+            }
+            dict.insert("rope_type".into(), Value::from("longrope"));
+        }
+        let (scaling, _) = self.scaling(&dict, Some(original))?;
+        let partial = match opt_f64(&dict, "partial_rotary_factor")? {
+            Some(p) => p,
+            None => opt_f64(self.text, "partial_rotary_factor")?.unwrap_or(1.0),
+        };
+        let spec = RopeSpec::new()
+            .base(self.theta(&dict, 10_000.0)?)
+            .scaling(scaling);
+        Ok(Self::partial(spec, self.head_dim(None)?, partial)?)
+    }
+
+    /// GPT-J: base 10000 hard-coded, interleaved pairs in the first `rotary_dim` (default
+    /// 64) lanes; rope keys are not read.
+    pub(super) fn gptj(&self) -> Result<LayerRope> {
+        let embd = opt_u64(self.text, "n_embd")?.or(opt_u64(self.text, "hidden_size")?);
+        let heads = opt_u64(self.text, "n_head")?.or(opt_u64(self.text, "num_attention_heads")?);
+        let head_dim = match (embd, heads) {
+            (Some(e), Some(h)) if h > 0 => e / h,
+            _ => 4096 / 16,
+        };
+        let r = match self.text.get("rotary_dim") {
+            None => 64,
+            Some(v) => opt_u64(self.text, "rotary_dim")?.ok_or_else(|| {
+                invalid(
+                    "rotary_dim",
+                    "a whole number (null makes HF's table n_embd wide)",
+                    v,
+                )
+            })?,
+        };
+        let spec = RopeSpec::new()
+            .base(10_000.0)
+            .pair_layout(PairLayout::Interleaved);
+        Ok(Self::partial(spec, head_dim, r as f64 / head_dim as f64)?)
+    }
+
+    /// DeepSeek-V2/V3: the last `qk_rope_head_dim` (default 64) lanes of each head,
+    /// interleaved (V3-style families: `rope_interleave`, default true).
+    pub(super) fn deepseek(&self, v3: bool) -> Result<LayerRope> {
+        let dict = self.rope_dict()?;
+        let (scaling, _) = self.scaling(dict, None)?;
+        let head_dim = opt_u64(self.text, "qk_rope_head_dim")?.unwrap_or(64);
+        let interleaved = !v3
+            || match self.text.get("rope_interleave") {
+                None | Some(Value::Null) => true,
+                Some(Value::Bool(b)) => *b,
+                Some(v) => return Err(invalid("rope_interleave", "a boolean", v).into()),
+            };
+        Ok(LayerRope {
+            spec: RopeSpec::new()
+                .base(self.theta(dict, 10_000.0)?)
+                .scaling(scaling)
+                .pair_layout(if interleaved {
+                    PairLayout::Interleaved
+                } else {
+                    PairLayout::HalfSplit
+                }),
+            head_dim,
+        })
+    }
+
+    /// Qwen2-VL / Qwen2.5-VL (contiguous sections) and Qwen3-VL (interleaved sections):
+    /// M-RoPE over rotate_half pairs; a rope type "mrope" is the default frequencies.
+    pub(super) fn qwen_vl(
+        &self,
+        default_theta: f64,
+        default_section: [u64; 3],
+        interleaved: bool,
+        default_head_dim: Option<u64>,
+    ) -> Result<LayerRope> {
+        let mut dict = self.rope_dict()?.clone();
+        if Self::rope_type(&dict)? == "mrope" {
+            dict.insert("rope_type".into(), Value::from("default"));
+        }
+        let (scaling, _) = self.scaling(&dict, None)?;
+        let section = match dict.get("mrope_section") {
+            None | Some(Value::Null) => default_section,
+            Some(v) => {
+                let s: Option<Vec<u64>> = v
+                    .as_array()
+                    .map(|a| a.iter().map(Value::as_u64).collect())
+                    .unwrap_or(None);
+                match s.as_deref() {
+                    Some(&[t, h, w]) => [t, h, w],
+                    _ => return Err(invalid("mrope_section", "three whole numbers", v).into()),
+                }
+            }
+        };
+        let head_dim = match default_head_dim {
+            Some(d) => opt_u64(self.text, "head_dim")?.unwrap_or(d),
+            None => self.head_dim(None)?,
+        };
+        Ok(LayerRope {
+            spec: RopeSpec::new()
+                .base(self.theta(&dict, default_theta)?)
+                .scaling(scaling)
+                .mrope(section, interleaved),
+            head_dim,
+        })
+    }
+
+    /// gpt-oss: one rotary module for every layer; YaRN 32 over 4096 (truncate false) when
+    /// the file has no rope parameters.
+    pub(super) fn gpt_oss(&self) -> Result<LayerRope> {
+        let dict = self.rope_dict()?;
+        let injected: Obj;
+        let dict = if dict.is_empty() {
+            injected = serde_json::json!({
+                "rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                "truncate": false, "original_max_position_embeddings": 4096
+            })
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+            &injected
+        } else {
+            dict
+        };
+        let (scaling, _) = self.scaling(dict, None)?;
+        Ok(LayerRope {
+            spec: RopeSpec::new()
+                .base(self.theta(dict, 150_000.0)?)
+                .scaling(scaling),
+            head_dim: self.head_dim(Some(64))?,
+        })
+    }
+
+    /// Llama 4: interleaved (complex) pairs, base default 500000, head_dim default 128;
+    /// `no_rope_layers[i]` truthy means layer `i` has RoPE (absent or empty: every 4th layer
+    /// has none).
+    pub(super) fn llama4(&self, model_type: String) -> Result<HfRope> {
+        let dict = self.rope_dict()?;
+        let (scaling, _) = self.scaling(dict, None)?;
+        let rope = LayerRope {
+            spec: RopeSpec::new()
+                .base(self.theta(dict, 500_000.0)?)
+                .scaling(scaling)
+                .pair_layout(PairLayout::Interleaved),
+            head_dim: self.head_dim(Some(128))?,
+        };
+        let n = self.num_layers(Some(48))?;
+        let interval = opt_u64(self.text, "no_rope_layer_interval")?
+            .unwrap_or(4)
+            .max(1);
+        let listed: Vec<bool> = match self.text.get("no_rope_layers") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) => a.iter().map(truthy).collect(),
+            Some(v) => return Err(invalid("no_rope_layers", "a list", v).into()),
+        };
+        let layers = (0..n as usize)
+            .map(|i| {
+                let has_rope = if listed.is_empty() {
+                    !(i as u64 + 1).is_multiple_of(interval)
+                } else {
+                    listed.get(i).copied().unwrap_or(true)
+                };
+                usize::from(!has_rope)
+            })
+            .collect();
+        Ok(HfRope {
+            model_type,
+            layer_types: vec![("rope".into(), Some(rope)), ("no_rope".into(), None)],
+            layers,
+        })
+    }
+
+    /// Gemma 3: global (`full_attention`) layers take `rope_theta` (default 1e6) and the
+    /// scaling; local (`sliding_attention`) layers `rope_local_base_freq` (default 1e4) and
+    /// none. 5.x files nest `rope_parameters` per layer type.
+    pub(super) fn gemma3(&self, model_type: String) -> Result<HfRope> {
+        let head_dim = opt_u64(self.text, "head_dim")?.unwrap_or(256);
+        let (mut full, mut sliding) = (Obj::new(), Obj::new());
+        match self.text.get("rope_parameters") {
+            Some(Value::Object(o))
+                if o.contains_key("full_attention") || o.contains_key("sliding_attention") =>
+            {
+                for (name, target) in [
+                    ("full_attention", &mut full),
+                    ("sliding_attention", &mut sliding),
+                ] {
+                    match o.get(name) {
+                        Some(Value::Object(d)) => *target = d.clone(),
+                        None | Some(Value::Null) => {}
+                        Some(v) => return Err(invalid(name, "an object", v).into()),
+                    }
+                }
+            }
+            _ => {}
+        }
+        // A 4.x `rope_scaling` applies to the global layers only.
+        if let Some(Value::Object(s)) = self.text.get("rope_scaling")
+            && !s.is_empty()
+        {
+            for (k, v) in s {
+                full.insert(k.clone(), v.clone());
+            }
+        }
+        let theta = |d: &Obj, key: &str, default: f64| -> Result<f64, FrequencyError> {
+            Ok(match opt_f64(d, "rope_theta")? {
+                Some(t) => t,
+                None => opt_f64(self.text, key)?.unwrap_or(default),
+            })
+        };
+        let full_theta = theta(&full, "rope_theta", 1e6)?;
+        let sliding_theta = theta(&sliding, "rope_local_base_freq", 1e4)?;
+        let mut ropes = Vec::new();
+        for (d, base) in [(&sliding, sliding_theta), (&full, full_theta)] {
+            let (scaling, _) = self.scaling(d, None)?;
+            ropes.push(LayerRope {
+                spec: RopeSpec::new().base(base).scaling(scaling),
+                head_dim,
+            });
+        }
+        let layers = self.sliding_or_full(Some(26), false)?;
+        let mut ropes = ropes.into_iter();
+        Ok(HfRope {
+            model_type,
+            layer_types: vec![
+                ("sliding_attention".into(), ropes.next()),
+                ("full_attention".into(), ropes.next()),
+            ],
+            layers,
+        })
+    }
+
+    /// Gemma 4: per-layer-type `rope_parameters` (defaults: local layers default RoPE with
+    /// base 1e4 over `head_dim`, global layers proportional with `partial_rotary_factor`
+    /// 0.25 and base 1e6 over `global_head_dim`, default 512).
+    pub(super) fn gemma4(&self, model_type: String) -> Result<HfRope> {
+        let nested = match self.text.get("rope_parameters") {
+            Some(Value::Object(o)) => o.clone(),
+            None | Some(Value::Null) => Obj::new(),
+            Some(v) => return Err(invalid("rope_parameters", "an object", v).into()),
+        };
+        let defaults = serde_json::json!({
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                               "rope_theta": 1000000.0},
+        });
+        let head_dims = [
+            opt_u64(self.text, "head_dim")?.unwrap_or(256),
+            opt_u64(self.text, "global_head_dim")?.unwrap_or(512),
+        ];
+        let mut layer_types = Vec::new();
+        for (name, head_dim) in ["sliding_attention", "full_attention"]
+            .into_iter()
+            .zip(head_dims)
+        {
+            let dict = match nested.get(name) {
+                Some(Value::Object(d)) => d.clone(),
+                Some(Value::Null) => {
+                    layer_types.push((name.to_string(), None));
+                    continue;
+                }
+                None => defaults[name].as_object().cloned().unwrap_or_default(),
+                Some(v) => return Err(invalid(name, "an object", v).into()),
+            };
+            let (scaling, _) = self.scaling(&dict, None)?;
+            let base = opt_f64(&dict, "rope_theta")?.unwrap_or(10_000.0);
+            layer_types.push((
+                name.to_string(),
+                Some(LayerRope {
+                    spec: RopeSpec::new().base(base).scaling(scaling),
+                    head_dim,
+                }),
+            ));
+        }
+        let layers = self.sliding_or_full(None, true)?;
+        Ok(HfRope {
+            model_type,
+            layer_types,
+            layers,
+        })
+    }
+}

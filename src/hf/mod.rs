@@ -1,0 +1,199 @@
+//! Reading a model's HF transformers `config.json` the way transformers 5.x does (feature
+//! `hf-config`): which sub-config holds the language model, which keys give the base, the
+//! rotary width, the head dimension and the scaling, which pair layout the family's modeling
+//! code rotates, and which layers have which RoPE (or none).
+//!
+//! The rules are transformers' code, family by family (`configuration_<family>.py`,
+//! `modeling_rope_utils.py`, `modeling_<family>.py`, as of transformers 5.24); each is
+//! written down in `tests/data/hf/README.md`, and `tests/hf_conformance.rs` checks every
+//! fixture under `tests/data/hf/configs/` against rotations computed by transformers' own
+//! rotary modules. A family this module does not know is an error, never a guess.
+
+mod families;
+mod json;
+mod reader;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::frequencies::{FrequencyError, Scaling};
+use crate::spec::{PairLayout, RopeSpec};
+use json::{kind, object, opt_f64, str_key};
+use reader::Reader;
+
+type Obj = Map<String, Value>;
+
+/// The RoPE of one layer type of a model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayerRope {
+    /// The spec, as HF's rotary module for this layer type computes it.
+    pub spec: RopeSpec,
+    /// The head dimension of the tensors it rotates (the view's last axis). DeepSeek-V2/V3
+    /// rotate only the `qk_rope_head_dim` lanes at the end of each query head (`q_pe`) and
+    /// the shared `k_pe`: this is their width.
+    pub head_dim: u64,
+}
+
+/// The RoPE of every layer of a model, read from its `config.json`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HfRope {
+    /// `model_type` of the language model (the text config's, for multimodal models).
+    pub model_type: String,
+    /// Each layer type and its RoPE (`None`: the layer type has no RoPE, e.g. Llama 4's
+    /// NoPE layers). Names are HF's `layer_types` where the family has them
+    /// (`"sliding_attention"`, `"full_attention"`); Llama 4's are `"rope"` and `"no_rope"`.
+    pub layer_types: Vec<(String, Option<LayerRope>)>,
+    /// For each layer `i`, the index of its type in `layer_types`.
+    pub layers: Vec<usize>,
+}
+
+impl HfRope {
+    /// Reads `config` (the contents of `config.json`) as transformers 5.x does. Needs the
+    /// cargo feature `hf-config`.
+    pub fn from_config(config: &Value) -> Result<Self> {
+        let top = object(config)?;
+        let model_type = str_key(top, "model_type")?
+            .ok_or(FrequencyError::MissingConfigKey {
+                key: "model_type",
+                rope_type: "any".into(),
+            })?
+            .to_string();
+        // The language model's config: `text_config` where there is one; Qwen2-VL files of
+        // transformers 4.x are flat and build it from the top-level keys.
+        let (text, text_type) = match top.get("text_config") {
+            Some(Value::Object(t)) => {
+                let own = str_key(t, "model_type")?.map(str::to_string);
+                (t, own.unwrap_or_else(|| format!("{model_type}_text")))
+            }
+            _ => (top, model_type.clone()),
+        };
+        let family = text_type.strip_suffix("_text").unwrap_or(&text_type);
+        let read = Reader { text };
+        let rope = match family {
+            "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe" => {
+                read.llama_like(10_000.0, PairLayout::HalfSplit)?
+            }
+            "llama4" => return read.llama4(text_type),
+            "qwen2_vl" | "qwen2_5_vl" => read.qwen_vl(1e6, [16, 24, 24], false, None)?,
+            "qwen3_vl" | "qwen3_vl_moe" => {
+                read.qwen_vl(500_000.0, [24, 20, 20], true, Some(128))?
+            }
+            "phi3" => read.phi3()?,
+            "gpt_neox" => read.gpt_neox()?,
+            "gptj" => read.gptj()?,
+            "deepseek_v2" => read.deepseek(false)?,
+            "deepseek_v3" => read.deepseek(true)?,
+            "gemma3" => return read.gemma3(text_type),
+            "gemma4" => return read.gemma4(text_type),
+            "gpt_oss" => read.gpt_oss()?,
+            _ => {
+                return Err(FrequencyError::UnsupportedModelType {
+                    model_type: text_type,
+                }
+                .into());
+            }
+        };
+        let layers = read.num_layers(None)?;
+        Ok(Self {
+            model_type: text_type,
+            layer_types: vec![("full_attention".into(), Some(rope))],
+            layers: vec![0; layers as usize],
+        })
+    }
+
+    /// The RoPE of layer `layer`: `None` past the last layer or for a layer without RoPE.
+    pub fn layer(&self, layer: usize) -> Option<&LayerRope> {
+        let t = *self.layers.get(layer)?;
+        self.layer_types[t].1.as_ref()
+    }
+
+    /// The RoPE of the layer type `name`.
+    pub fn layer_type(&self, name: &str) -> Option<&LayerRope> {
+        self.layer_types
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, r)| r.as_ref())
+    }
+
+    /// The one RoPE of a model whose layers all rotate alike; an error that names the layer
+    /// types when they differ or some have none (then use [`HfRope::layer`]).
+    pub fn only(&self) -> Result<&LayerRope> {
+        let mut ropes = self.layer_types.iter().map(|(_, r)| r.as_ref());
+        let first = ropes.next().flatten();
+        match first {
+            Some(f) if ropes.all(|r| r == Some(f)) => Ok(f),
+            _ => Err(Error::PerLayerRope {
+                model_type: self.model_type.clone(),
+                layer_types: self
+                    .layer_types
+                    .iter()
+                    .map(|(n, r)| {
+                        if r.is_some() {
+                            n.clone()
+                        } else {
+                            format!("{n} (no RoPE)")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+}
+
+impl RopeSpec {
+    /// The spec of a model from its HF transformers `config.json`, read as transformers 5.x
+    /// reads it (see [`HfRope::from_config`]): base, rotary width, pair layout, scaling and
+    /// M-RoPE sections of the model's family. `head_dim` is the last axis of the tensors you
+    /// rotate; it must be the model's (an error says which it is).
+    ///
+    /// Models whose layers rotate differently (Gemma 3's local and global layers, Llama 4's
+    /// NoPE layers) are an error here: [`HfRope::from_config`] gives each layer's spec.
+    /// Needs the cargo feature `hf-config`.
+    pub fn from_hf_config(config: &Value, head_dim: u64) -> Result<Self> {
+        let rope = HfRope::from_config(config)?;
+        let only = rope.only()?;
+        if only.head_dim != head_dim {
+            return Err(Error::HeadDimMismatch {
+                model_type: rope.model_type.clone(),
+                config: only.head_dim,
+                given: head_dim,
+            });
+        }
+        Ok(only.spec.clone())
+    }
+}
+
+impl Scaling {
+    /// Reads the rope parameters of an HF config the way transformers 5.x's common pipeline
+    /// does (`convert_rope_params_to_dict`, `standardize_rope_params`): the scaling, the base
+    /// (`rope_theta`, default 10000) and `partial_rotary_factor` (if any). Families with
+    /// rules of their own (GPT-NeoX, Phi-3, Gemma 3, ...) are read by
+    /// [`HfRope::from_config`]; prefer it, which knows the family from `model_type`. Needs
+    /// the cargo feature `hf-config`.
+    ///
+    /// - the parameters come from `rope_scaling` when it is a non-empty object, else from
+    ///   `rope_parameters`; the type from `rope_type`, else the legacy `type`;
+    /// - `rope_theta` and `partial_rotary_factor` inside the parameters win over the
+    ///   top-level keys (HF's `setdefault`);
+    /// - YaRN, Llama 3 and LongRoPE take `original_max_position_embeddings` from the top
+    ///   level when it is there, else from the parameters, else `max_position_embeddings`;
+    /// - YaRN needs a `factor` key (a `null` one means `max_position_embeddings / original`);
+    ///   `beta_fast` / `beta_slow` default to 32 / 1 (also when 0 or null); `truncate`
+    ///   defaults to true (null is false); dynamic NTK's original length is
+    ///   `max_position_embeddings`.
+    pub fn from_hf_config(config: &Value) -> Result<(Scaling, f64, Option<f64>), FrequencyError> {
+        let top = object(config).map_err(|_| FrequencyError::ConfigNotObject {
+            found: kind(config),
+        })?;
+        let read = Reader { text: top };
+        let dict = read.rope_dict()?;
+        let theta = read.theta(dict, 10_000.0)?;
+        let partial = match opt_f64(dict, "partial_rotary_factor")? {
+            Some(p) => Some(p),
+            None => opt_f64(top, "partial_rotary_factor")?,
+        };
+        let (scaling, _) = read.scaling(dict, None)?;
+        Ok((scaling, theta, partial))
+    }
+}
