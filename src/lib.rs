@@ -51,6 +51,6 @@ pub use frequencies::{Frequencies, FrequencyError, Scaling};
 #[cfg(feature = "hf-config")]
 pub use hf::{HfRope, LayerRope};
 pub use kernels::pass::EncodeReport;
-pub use kernels::rope::RopeCall;
+pub use kernels::rope::{Rope, RopeCall};
 pub use spec::{Dtype, MRope, PairLayout, RopeSpec, SinusoidalLayout, SinusoidalSpec, Timescales};
 pub use tensor::{ArrayView, CosSinCache, Dims, HostPositions, Layout, Positions, TensorView};

@@ -793,3 +793,69 @@ fn tensor2tensor_timescales_are_what_its_code_computes() {
     let expected = reference::sinusoidal_table(&code, 50, 3);
     assert!(common::max_error(&table, &expected) < TOL);
 }
+
+#[test]
+fn a_prepared_rope_gives_the_one_shot_results_bit_for_bit() {
+    let mut rng = Rng::new(53);
+    for scaling in [
+        Scaling::llama3(),
+        Scaling::DynamicNtk {
+            factor: 2.0,
+            original_max_position_embeddings: 40,
+        },
+    ] {
+        let spec = RopeSpec::new().base(500_000.0).scaling(scaling);
+        let rope = ctx().rope(&spec, 64).expect("prepared");
+        let layout = Layout::bshd(Dims {
+            batch: 1,
+            heads: 4,
+            seq: 3,
+            head_dim: 64,
+        });
+        // A decode loop: the same spec at growing positions, through both forms.
+        for step in [0u32, 38, 39, 40, 41, 100, 38] {
+            let x = guarded_input(&mut rng, &layout, 3);
+            let out = run_on_buffers(&[&x, &x], |encoder, b| {
+                rope.encode(
+                    encoder,
+                    &TensorView::new(&b[0], layout),
+                    Positions::Start(step),
+                )
+                .expect("prepared");
+                ctx()
+                    .encode_rope(
+                        encoder,
+                        &spec,
+                        &TensorView::new(&b[1], layout),
+                        Positions::Start(step),
+                    )
+                    .expect("one shot");
+            });
+            assert_eq!(bits(&out[0]), bits(&out[1]), "step {step}");
+            let mut expected = widen(&x);
+            reference::rope(&spec, &layout, &mut expected, HostPositions::Start(step));
+            assert_matches(&x, &out[0], &expected, TOL, "prepared");
+        }
+    }
+    // A tensor of another head dim is an error.
+    let rope = ctx().rope(&RopeSpec::new(), 64).expect("prepared");
+    let b = f32_buffer(&[0.0; 256]);
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let e = rope
+        .encode(
+            &mut encoder,
+            &TensorView::new(&b, Layout::bhsd([1, 1, 2, 128])),
+            Positions::Start(0),
+        )
+        .expect_err("head_dim 128 for a 64 spec");
+    assert!(
+        matches!(
+            e,
+            Error::DimMismatch {
+                spec: 64,
+                tensor: 128
+            }
+        ),
+        "{e}"
+    );
+}

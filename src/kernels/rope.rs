@@ -3,6 +3,9 @@
 
 use super::pass::{EncodeReport, PairPass, PassCache, PassPositions, PassView, Words};
 use super::{Kernel, Second, Specialization, Width};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
 use crate::context::PosEnc;
 use crate::dd::Dd;
 use crate::error::{Error, Result};
@@ -57,7 +60,62 @@ impl<'a> RopeCall<'a> {
     }
 }
 
+/// A RoPE spec validated for one head dimension, with its frequencies computed once (and,
+/// for the length-dependent scalings, for the last few sequence lengths): build it once
+/// with [`PosEnc::rope`] and encode many calls with it, the way a decode loop does.
+/// `PosEnc::encode_rope*` are the one-shot forms.
+#[derive(Clone, Debug)]
+pub struct Rope {
+    ctx: PosEnc,
+    spec: RopeSpec,
+    head_dim: u64,
+    rotary_dim: u64,
+    axes: Vec<u32>,
+    /// The frequencies and attention factor when they do not depend on the sequence
+    /// length; else the most recent lengths' (at most [`Rope::LENGTHS_KEPT`]).
+    fixed: Option<Angles>,
+    by_len: Arc<Mutex<VecDeque<(u64, Angles)>>>,
+}
+
+/// Frequencies (double-double) and the attention factor.
+#[derive(Clone, Debug)]
+struct Angles {
+    inv_freq: Vec<Dd>,
+    attention_factor: f32,
+}
+
 impl PosEnc {
+    /// Validates `spec` for tensors of `head_dim` and computes its frequencies: the prepared
+    /// form of RoPE, for many calls.
+    pub fn rope(&self, spec: &RopeSpec, head_dim: u64) -> Result<Rope> {
+        let r = spec.validate(head_dim)?;
+        let pairs = r / 2;
+        // The frequencies (three words a pair) must fit one binding.
+        if pairs.saturating_mul(12) > self.max_binding {
+            return Err(Error::RowTooLarge {
+                row_bytes: pairs.saturating_mul(12),
+                limit: self.max_binding,
+            });
+        }
+        let axes = match spec.mrope {
+            Some(m) => m.axes(pairs)?,
+            None => vec![0; pairs as usize],
+        };
+        let mut rope = Rope {
+            ctx: self.clone(),
+            spec: spec.clone(),
+            head_dim,
+            rotary_dim: r,
+            axes,
+            fixed: None,
+            by_len: Arc::default(),
+        };
+        if !spec.scaling.needs_seq_len() {
+            rope.fixed = Some(rope.angles_for(0)?);
+        }
+        Ok(rope)
+    }
+
     /// Records RoPE in place over `tensor` into `encoder` (nothing is submitted).
     ///
     /// Every pair of the first `r` elements of each `(batch, head, token)` row is rotated by
@@ -93,88 +151,98 @@ impl PosEnc {
         spec: &RopeSpec,
         call: &RopeCall<'_>,
     ) -> Result<EncodeReport> {
-        let tensor = &call.tensor;
-        let layout = tensor.layout;
-        let r = spec.validate(layout.shape[3])?;
-        let [b, _, s, _] = layout.shape;
-        let mut views = vec![("tensor", tensor)];
-        if let Some(k) = &call.k {
-            let [kb, _, ks, kd] = k.layout.shape;
-            if (kb, ks, kd) != (b, s, layout.shape[3]) {
-                return Err(Error::ShapeMismatch {
-                    what: "K's batch, seq and head_dim must be Q's",
-                    a: layout.shape,
-                    b: k.layout.shape,
-                });
-            }
-            views.push(("K", k));
-        }
-        if let Some(out) = &call.output {
-            if call.k.is_some() {
-                return Err(Error::Unsupported(
-                    "out of place with K: rotate Q and K in place, or make two out-of-place calls",
-                ));
-            }
-            if out.layout.shape != layout.shape {
-                return Err(Error::ShapeMismatch {
-                    what: "the output's shape must be the input's",
-                    a: layout.shape,
-                    b: out.layout.shape,
-                });
-            }
-            views.push(("output", out));
-        }
-        for (what, view) in &views {
-            if view.dtype != tensor.dtype {
-                return Err(Error::Unsupported(
-                    "every tensor of a call must have the same dtype",
-                ));
-            }
-            self.check_dtype(view.dtype)?;
-            self.check_view(view, what)?;
-        }
-        if let Some(k) = &call.k {
-            check_disjoint("Q and K of one call", ("Q", tensor), ("K", k))?;
-        }
-        if let Some(out) = &call.output {
-            check_disjoint("out of place", ("the source", tensor), ("the output", out))?;
-        }
-        if views.iter().all(|(_, v)| v.layout.rows_count() == 0) {
+        let head_dim = call.tensor.layout.shape[3];
+        spec.validate(head_dim)?;
+        let views = check_call(self, head_dim, call)?;
+        if views.iter().all(|v| v.layout.rows_count() == 0) {
             // Nothing to rotate: a no-op that allocates nothing sized by the shape.
             return Ok(EncodeReport::default());
         }
+        self.rope(spec, head_dim)?.encode_call(encoder, call)
+    }
+}
+
+impl Rope {
+    /// Length-dependent frequencies kept for this many recent sequence lengths.
+    pub const LENGTHS_KEPT: usize = 8;
+
+    /// The spec.
+    pub fn spec(&self) -> &RopeSpec {
+        &self.spec
+    }
+
+    /// The head dimension of the tensors it rotates.
+    pub fn head_dim(&self) -> u64 {
+        self.head_dim
+    }
+
+    /// [`PosEnc::encode_rope`] with this spec.
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        tensor: &TensorView<'_>,
+        positions: Positions<'_>,
+    ) -> Result<EncodeReport> {
+        self.encode_call(encoder, &RopeCall::new(*tensor, positions))
+    }
+
+    /// [`PosEnc::encode_rope_qk`] with this spec.
+    pub fn encode_qk(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        q: &TensorView<'_>,
+        k: &TensorView<'_>,
+        positions: Positions<'_>,
+    ) -> Result<EncodeReport> {
+        self.encode_call(encoder, &RopeCall::new(*q, positions).with_k(*k))
+    }
+
+    /// [`PosEnc::encode_rope_call`] with this spec.
+    pub fn encode_call(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        call: &RopeCall<'_>,
+    ) -> Result<EncodeReport> {
+        let views = check_call(&self.ctx, self.head_dim, call)?;
+        if views.iter().all(|v| v.layout.rows_count() == 0) {
+            // Nothing to rotate: a no-op that allocates nothing sized by the shape.
+            return Ok(EncodeReport::default());
+        }
+        let layout = call.tensor.layout;
         let (positions, seq_len) =
-            resolve_positions(call.positions, &layout, spec.mrope.is_some())?;
-        let pairs = r / 2;
-        let axes = match spec.mrope {
-            Some(m) => m.axes(pairs)?,
-            None => vec![0; pairs as usize],
-        };
-        let r32 = u32::try_from(r).map_err(|_| Error::InvalidRotaryDim {
-            rotary_dim: r,
-            head_dim: layout.shape[3],
-        })?;
-        let seq_len = match (spec.scaling_seq_len, seq_len) {
-            (Some(n), _) => n,
-            (None, Some(n)) => n,
-            (None, None) if spec.scaling.needs_seq_len() && call.cache.is_none() => {
-                return Err(Error::ScalingSeqLenNeeded {
-                    scaling: spec.scaling.name(),
-                });
-            }
-            (None, None) => 0,
-        };
-        let freqs = spec.scaling.frequencies(r32, spec.base, seq_len)?;
+            resolve_positions(call.positions, &layout, self.spec.mrope.is_some())?;
         let cache = match &call.cache {
-            Some(c) => Some(self.resolve_cache(c, pairs, &call.positions, &layout)?),
+            Some(c) => {
+                Some(
+                    self.ctx
+                        .resolve_cache(c, self.rotary_dim / 2, &call.positions, &layout)?,
+                )
+            }
             None => None,
         };
-        let layouts: Vec<&Layout> = views.iter().map(|(_, v)| &v.layout).collect();
-        let (a, second, bview) = match (&call.k, &call.output) {
-            (Some(k), _) => (tensor, Second::InPlace, Some(k)),
-            (None, Some(out)) => (out, Second::Source, Some(tensor)),
-            (None, None) => (tensor, Second::None, None),
+        let angles = match (&self.fixed, self.spec.scaling_seq_len.or(seq_len)) {
+            (Some(fixed), _) => fixed.clone(),
+            (None, Some(n)) => self.angles_for(n)?,
+            // A cache replaces the angles: no length needed.
+            (None, None) if cache.is_some() => self.angles_for(0)?,
+            (None, None) => {
+                return Err(Error::ScalingSeqLenNeeded {
+                    scaling: self.spec.scaling.name(),
+                });
+            }
         };
+        let layouts: Vec<&Layout> = views.iter().map(|v| &v.layout).collect();
+        let (a, second, b) = match (&call.k, &call.output) {
+            (Some(k), _) => (&call.tensor, Second::InPlace, Some(k)),
+            (None, Some(out)) => (out, Second::Source, Some(&call.tensor)),
+            (None, None) => (&call.tensor, Second::None, None),
+        };
+        fn view<'v>(v: &TensorView<'v>) -> PassView<'v> {
+            PassView {
+                buffer: v.buffer,
+                layout: v.layout,
+            }
+        }
         let pass = PairPass {
             spec: Specialization {
                 positions: positions.mode(),
@@ -182,62 +250,154 @@ impl PosEnc {
                 second,
                 ..Specialization::new(
                     Kernel::Rope,
-                    spec.pair_layout,
-                    width_for(&layouts, r),
-                    tensor.dtype,
+                    self.spec.pair_layout,
+                    width_for(&layouts, self.rotary_dim),
+                    call.tensor.dtype,
                 )
             },
-            a: PassView {
-                buffer: a.buffer,
-                layout: a.layout,
-            },
-            b: bview.map(|v| PassView {
-                buffer: v.buffer,
-                layout: v.layout,
-            }),
-            pairs,
-            inv_freq: check_frequencies(&freqs.inv_freq, &freqs.inv_freq_lo)?,
-            axes,
+            a: view(a),
+            b: b.map(view),
+            pairs: self.rotary_dim / 2,
+            inv_freq: angles.inv_freq,
+            axes: self.axes.clone(),
             positions,
-            cache,
-            pad_pos: None,
-            sin_sign: if spec.inverse { -1.0 } else { 1.0 },
             // A cache holds the final cos and sin, the attention factor included, as HF's
             // rotary modules and vLLM's cos_sin_cache build them.
             scale: if cache.is_some() {
                 1.0
             } else {
-                freqs.attention_factor as f32
+                angles.attention_factor
             },
+            cache,
+            pad_pos: None,
+            sin_sign: if self.spec.inverse { -1.0 } else { 1.0 },
         };
-        if second == Second::InPlace {
-            // One of the two alone, as a pass of its own.
-            let alone = |view| PairPass {
-                a: view,
-                b: None,
-                spec: Specialization {
-                    second: Second::None,
-                    ..pass.spec
-                },
-                ..pass.clone()
-            };
-            let (q, k) = (alone(pass.a), alone(pass.b.expect("K")));
-            if k.a.layout.rows_count() == 0 {
-                return self.encode_pass(encoder, &q);
-            }
-            if q.a.layout.rows_count() == 0 {
-                // Q has no heads (K has the same batch and seq).
-                return self.encode_pass(encoder, &k);
-            }
-            if self.plan(&pass).block_shape().is_some() {
-                return self.encode_pass(encoder, &pass);
-            }
-            // One token of every Q and K head does not fit one binding each (e.g. BHSD heads
-            // a whole sequence apart): rotate Q and K in passes of their own.
-            let report = self.encode_pass(encoder, &q)?;
-            return Ok(report.merge(self.encode_pass(encoder, &k)?));
+        self.ctx.encode_rope_pass(encoder, pass)
+    }
+
+    /// The frequencies at sequence length `seq_len` (length-dependent scalings keep the
+    /// last few).
+    fn angles_for(&self, seq_len: u64) -> Result<Angles> {
+        let mut kept = self.by_len.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, a)) = kept.iter().find(|(n, _)| *n == seq_len) {
+            return Ok(a.clone());
         }
-        self.encode_pass(encoder, &pass)
+        let r32 = u32::try_from(self.rotary_dim).map_err(|_| Error::InvalidRotaryDim {
+            rotary_dim: self.rotary_dim,
+            head_dim: self.head_dim,
+        })?;
+        let f = self
+            .spec
+            .scaling
+            .frequencies(r32, self.spec.base, seq_len)?;
+        let angles = Angles {
+            inv_freq: check_frequencies(&f.inv_freq, &f.inv_freq_lo)?,
+            attention_factor: f.attention_factor as f32,
+        };
+        if self.spec.scaling.needs_seq_len() {
+            kept.push_front((seq_len, angles.clone()));
+            kept.truncate(Self::LENGTHS_KEPT);
+        }
+        Ok(angles)
+    }
+}
+
+/// The views of a call, checked: shapes agree, one dtype the device has, usages and
+/// sizes, no two sharing an element.
+fn check_call<'a>(
+    ctx: &PosEnc,
+    head_dim: u64,
+    call: &'a RopeCall<'a>,
+) -> Result<Vec<&'a TensorView<'a>>> {
+    let tensor = &call.tensor;
+    let layout = tensor.layout;
+    if layout.shape[3] != head_dim {
+        return Err(Error::DimMismatch {
+            spec: head_dim,
+            tensor: layout.shape[3],
+        });
+    }
+    let [b, _, s, d] = layout.shape;
+    let mut views = vec![("tensor", tensor)];
+    if let Some(k) = &call.k {
+        let [kb, _, ks, kd] = k.layout.shape;
+        if (kb, ks, kd) != (b, s, d) {
+            return Err(Error::ShapeMismatch {
+                what: "K's batch, seq and head_dim must be Q's",
+                a: layout.shape,
+                b: k.layout.shape,
+            });
+        }
+        views.push(("K", k));
+    }
+    if let Some(out) = &call.output {
+        if call.k.is_some() {
+            return Err(Error::Unsupported(
+                "out of place with K: rotate Q and K in place, or make two out-of-place calls",
+            ));
+        }
+        if out.layout.shape != layout.shape {
+            return Err(Error::ShapeMismatch {
+                what: "the output's shape must be the input's",
+                a: layout.shape,
+                b: out.layout.shape,
+            });
+        }
+        views.push(("output", out));
+    }
+    for (what, view) in &views {
+        if view.dtype != tensor.dtype {
+            return Err(Error::Unsupported(
+                "every tensor of a call must have the same dtype",
+            ));
+        }
+        ctx.check_dtype(view.dtype)?;
+        ctx.check_view(view, what)?;
+    }
+    if let Some(k) = &call.k {
+        check_disjoint("Q and K of one call", ("Q", tensor), ("K", k))?;
+    }
+    if let Some(out) = &call.output {
+        check_disjoint("out of place", ("the source", tensor), ("the output", out))?;
+    }
+    Ok(views.into_iter().map(|(_, v)| v).collect())
+}
+
+impl PosEnc {
+    /// Encodes a RoPE pass; Q and K (fused) go in passes of their own where one of them is
+    /// empty or one token of all their heads does not fit one binding each.
+    fn encode_rope_pass(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        pass: PairPass<'_>,
+    ) -> Result<EncodeReport> {
+        if pass.spec.second != Second::InPlace {
+            return self.encode_pass(encoder, &pass);
+        }
+        let alone = |view| PairPass {
+            a: view,
+            b: None,
+            spec: Specialization {
+                second: Second::None,
+                ..pass.spec
+            },
+            ..pass.clone()
+        };
+        let (q, k) = (alone(pass.a), alone(pass.b.expect("K")));
+        if k.a.layout.rows_count() == 0 {
+            return self.encode_pass(encoder, &q);
+        }
+        if q.a.layout.rows_count() == 0 {
+            // Q has no heads (K has the same batch and seq).
+            return self.encode_pass(encoder, &k);
+        }
+        if self.plan(&pass).block_shape().is_some() {
+            return self.encode_pass(encoder, &pass);
+        }
+        // One token of every Q and K head does not fit one binding each (e.g. BHSD heads a
+        // whole sequence apart): rotate Q and K in passes of their own.
+        let report = self.encode_pass(encoder, &q)?;
+        Ok(report.merge(self.encode_pass(encoder, &k)?))
     }
 
     fn resolve_cache<'a>(
