@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use cases::{Buffers, Case, Decode};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use wgpu_posenc::PosEnc;
+use wgpu_posenc::roofline::Roofline;
 
 /// Sequence lengths: from 1024 up to `POSENC_BENCH_MAX_SEQ` (default 16384), each 4x the last.
 fn seqs() -> Vec<u64> {
@@ -118,13 +119,14 @@ fn main() {
     }
 
     let step = Decode::new(&ctx);
+    let roofline = Roofline::new(&ctx);
     let mut group = c.benchmark_group("decode");
     group.throughput(Throughput::Elements(1));
     group.bench_function("empty-dispatch", |b| {
         b.iter_custom(|iters| {
             timed(&samples, ("decode", "empty-dispatch"), iters, || {
                 cases::submit_and_wait(&ctx, |e| {
-                    ctx.encode_empty_dispatch(e);
+                    roofline.encode_empty_dispatch(e);
                     Ok(())
                 })
                 .expect("run");

@@ -1,14 +1,12 @@
-//! The context users hold: their device and queue, the adapter's limits, and the caches of
-//! compiled pipelines and frequency buffers.
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
-use wgpu::util::DeviceExt;
+//! The context users hold, and everything it can do: the one public front over the pair
+//! passes (`kernels`), the host-slice conveniences (`host`) and the device's caches.
 
 use crate::error::{Error, Result};
-use crate::kernels::Specialization;
-use crate::spec::Dtype;
+use crate::kernels::pass::EncodeReport;
+use crate::kernels::passes::{CacheUsage, Passes};
+use crate::kernels::rope::{Rope, RopeCall};
+use crate::spec::{RopeSpec, SinusoidalSpec};
+use crate::tensor::{HostPositions, Layout, Positions, TensorView};
 
 /// The entry point: holds a device and queue (the caller's, or one it picked), and compiles
 /// each kernel specialization once.
@@ -17,36 +15,10 @@ use crate::spec::Dtype;
 /// methods upload host slices, run, and read back. Clones share the caches.
 #[derive(Clone, Debug)]
 pub struct PosEnc {
-    pub(crate) device: wgpu::Device,
-    pub(crate) queue: wgpu::Queue,
-    pub(crate) adapter: Option<wgpu::AdapterInfo>,
-    pub(crate) max_binding: u64,
-    pub(crate) storage_align: u64,
-    pub(crate) uniform_align: u64,
-    pub(crate) bind_group_layout: wgpu::BindGroupLayout,
-    pub(crate) pipeline_layout: wgpu::PipelineLayout,
-    pub(crate) pipelines: Arc<Mutex<HashMap<Specialization, wgpu::ComputePipeline>>>,
-    pub(crate) frequencies: Arc<Mutex<FrequencyCache>>,
-    /// Bound to read-only slots a variant does not use (ids, offsets, caches).
-    pub(crate) dummy: wgpu::Buffer,
-    /// Bound to the second-tensor slot when a variant does not use it; a buffer cannot be
-    /// bound read-only and read-write in one dispatch.
-    pub(crate) dummy_rw: wgpu::Buffer,
-    /// Bound to the cache-flag slot when unused: a writable slot of its own, since two
-    /// writable bindings of one buffer must not overlap (WebGPU).
-    pub(crate) dummy_flag: wgpu::Buffer,
-    /// Bind groups of recent small passes (see `kernels::pass::BindCache`).
-    pub(crate) bind_groups: Arc<Mutex<crate::kernels::pass::BindCache>>,
-    /// The last frequencies a pass asked for, packed.
-    pub(crate) last_frequencies: Arc<Mutex<Option<crate::kernels::pass::FrequencyMemo>>>,
-    /// The identity and empty-dispatch pipelines of [`crate::roofline`], created on first use.
-    #[cfg(feature = "roofline")]
-    pub(crate) roofline: Arc<std::sync::OnceLock<crate::roofline::Roofline>>,
-    /// Records what the pair passes dispatch, for replay on other WebGPU implementations.
-    #[cfg(feature = "capture")]
-    pub(crate) capture: Option<crate::capture::Capture>,
+    passes: Passes,
 }
 
+/// Construction and the device.
 impl PosEnc {
     /// Wraps the caller's device and queue. Nothing is compiled until first use.
     ///
@@ -54,91 +26,9 @@ impl PosEnc {
     /// enough; [`wgpu::Limits::downlevel_defaults`] is not: it allows 4 storage buffers per
     /// stage, the kernels bind 8): an [`Error::DeviceLimit`] names the one that is short.
     pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self> {
-        let limits = device.limits();
-        check_limits(&limits)?;
-        let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("wgpu-posenc pair pass"),
-            entries: &crate::kernels::bind::layout_entries(),
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("wgpu-posenc pair pass"),
-            bind_group_layouts: &[Some(&bind_group_layout)],
-            immediate_size: 0,
-        });
-        let dummy = |label| {
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents: bytemuck::cast_slice(&[0u32; 4]),
-                usage: wgpu::BufferUsages::STORAGE,
-            })
-        };
         Ok(Self {
-            device: device.clone(),
-            queue: queue.clone(),
-            adapter: None,
-            max_binding: limits
-                .max_storage_buffer_binding_size
-                .min(limits.max_buffer_size),
-            storage_align: u64::from(limits.min_storage_buffer_offset_alignment).max(16),
-            uniform_align: u64::from(limits.min_uniform_buffer_offset_alignment).max(16),
-            bind_group_layout,
-            pipeline_layout,
-            pipelines: Arc::default(),
-            frequencies: Arc::default(),
-            dummy: dummy("wgpu-posenc unused read-only binding"),
-            dummy_rw: dummy("wgpu-posenc unused second tensor"),
-            dummy_flag: dummy("wgpu-posenc unused cache flag"),
-            bind_groups: Arc::default(),
-            last_frequencies: Arc::default(),
-            #[cfg(feature = "roofline")]
-            roofline: Arc::default(),
-            #[cfg(feature = "capture")]
-            capture: None,
+            passes: Passes::new(device, queue)?,
         })
-    }
-
-    /// Records every pass this context dispatches into `capture` from now on (and the
-    /// contents of the buffers it creates), so that the dispatches can be replayed elsewhere.
-    #[cfg(feature = "capture")]
-    pub fn with_capture(mut self, capture: &crate::capture::Capture) -> Self {
-        for dummy in [&self.dummy, &self.dummy_rw, &self.dummy_flag] {
-            capture.note_buffer(dummy, &vec![0; dummy.size() as usize]);
-        }
-        self.capture = Some(capture.clone());
-        self
-    }
-
-    /// A buffer with `contents` (noted by the capture, when there is one), after checking
-    /// its size against the device's `max_buffer_size`.
-    pub(crate) fn buffer_init(
-        &self,
-        label: &'static str,
-        contents: &[u8],
-        usage: wgpu::BufferUsages,
-    ) -> Result<wgpu::Buffer> {
-        self.check_buffer_size(label, contents.len() as u64)?;
-        let buffer = self.scoped(label, || {
-            self.device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some(label),
-                    contents,
-                    usage,
-                })
-        })?;
-        #[cfg(feature = "capture")]
-        if let Some(capture) = &self.capture {
-            capture.note_buffer(&buffer, contents);
-        }
-        Ok(buffer)
-    }
-
-    /// `bytes` must fit one buffer of the device.
-    pub(crate) fn check_buffer_size(&self, what: &'static str, bytes: u64) -> Result<()> {
-        let limit = self.device.limits().max_buffer_size;
-        if bytes > limit {
-            return Err(Error::BufferLimit { what, bytes, limit });
-        }
-        Ok(())
     }
 
     /// Picks an adapter the wgpu way (`WGPU_BACKEND`, `WGPU_ADAPTER_NAME`,
@@ -179,9 +69,9 @@ impl PosEnc {
                 })?,
         };
         let (device, queue) = Self::request_device(&adapter).await?;
-        let mut ctx = Self::new(&device, &queue)?;
-        ctx.adapter = Some(adapter.get_info());
-        Ok(ctx)
+        let mut passes = Passes::new(&device, &queue)?;
+        passes.adapter = Some(adapter.get_info());
+        Ok(Self { passes })
     }
 
     /// Requests a device from `adapter` with the limits and optional features the kernels
@@ -204,266 +94,174 @@ impl PosEnc {
     /// Caps the bytes one storage binding may cover below the device's limit. Larger
     /// tensors are split into more dispatches; the result is the same. Useful to share a
     /// binding budget, and to exercise the splitting on an adapter with large bindings.
-    pub fn with_max_binding_size(mut self, bytes: u64) -> Self {
-        self.max_binding = self.max_binding.min(bytes);
-        self
+    pub fn with_max_binding_size(self, bytes: u64) -> Self {
+        Self {
+            passes: self.passes.with_max_binding_size(bytes),
+        }
     }
 
     /// Raises the alignment of binding window offsets above the device's
     /// `min_storage_buffer_offset_alignment` (to a power of two, at most 2^16 bytes), e.g. to
     /// WebGPU's default of 256 so that every dispatch is also valid on a browser's adapter
     /// (the capture check in `tests/dawn.rs` does). Results are the same.
-    pub fn with_storage_offset_alignment(mut self, bytes: u64) -> Self {
-        let bytes = bytes.clamp(1, 1 << 16).next_power_of_two();
-        self.storage_align = self.storage_align.max(bytes);
-        self.uniform_align = self.uniform_align.max(bytes);
-        self
+    pub fn with_storage_offset_alignment(self, bytes: u64) -> Self {
+        Self {
+            passes: self.passes.with_storage_offset_alignment(bytes),
+        }
+    }
+
+    /// Records every pass this context dispatches into `capture` from now on (and the
+    /// contents of the buffers it creates), so that the dispatches can be replayed elsewhere.
+    #[cfg(feature = "capture")]
+    pub fn with_capture(self, capture: &crate::capture::Capture) -> Self {
+        Self {
+            passes: self.passes.with_capture(capture),
+        }
     }
 
     /// The device.
     pub fn device(&self) -> &wgpu::Device {
-        &self.device
+        &self.passes.device
     }
 
     /// The queue.
     pub fn queue(&self) -> &wgpu::Queue {
-        &self.queue
+        &self.passes.queue
     }
 
     /// The adapter, when this context picked it.
     pub fn adapter_info(&self) -> Option<&wgpu::AdapterInfo> {
-        self.adapter.as_ref()
+        self.passes.adapter.as_ref()
     }
 
-    /// A name for messages: the adapter's name, or "this device".
-    pub(crate) fn adapter_name(&self) -> String {
-        self.adapter.as_ref().map_or_else(
-            || "this device".to_string(),
-            |a| format!("{} ({:?})", a.name, a.backend),
-        )
-    }
-
-    /// Checks that the device can run a tensor of `dtype` (bf16 runs everywhere: it is
-    /// unpacked from u32 words).
-    pub(crate) fn check_dtype(&self, dtype: Dtype) -> Result<()> {
-        if dtype == Dtype::F16 && !self.device.features().contains(wgpu::Features::SHADER_F16) {
-            // A device this context requested has every optional feature its adapter has;
-            // a caller's device may have been created without it.
-            let hint = if self.adapter.is_some() {
-                ": use f32, or an adapter with f16 shaders (Vulkan, Metal, DX12); the GL \
-                 backend has none"
-            } else {
-                ": request wgpu::Features::SHADER_F16 in the DeviceDescriptor when the \
-                 adapter lists it (adapter.features()), or use f32"
-            };
-            return Err(Error::MissingFeature {
-                what: "an f16 tensor",
-                feature: wgpu::Features::SHADER_F16,
-                adapter: self.adapter_name(),
-                hint,
-            });
-        }
-        Ok(())
-    }
-
-    /// The pipeline of a specialization, compiled on first use; a device error (which
-    /// wgpu would otherwise report to its uncaptured-error handler, by default a panic) is
-    /// returned.
-    pub(crate) fn pipeline(&self, spec: Specialization) -> Result<wgpu::ComputePipeline> {
-        let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = cache.get(&spec) {
-            return Ok(p.clone());
-        }
-        let pipeline = self.scoped("compiling a kernel", || {
-            let module = self
-                .device
-                .create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some("wgpu-posenc"),
-                    source: wgpu::ShaderSource::Wgsl(spec.source().into()),
-                });
-            let constants = spec.constants();
-            self.device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some("wgpu-posenc"),
-                    layout: Some(&self.pipeline_layout),
-                    module: &module,
-                    entry_point: Some("main"),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: &constants,
-                        // Kernels use no workgroup memory.
-                        zero_initialize_workgroup_memory: false,
-                    },
-                    cache: None,
-                })
-        })?;
-        cache.insert(spec, pipeline.clone());
-        Ok(pipeline)
-    }
-
-    /// Runs `make` under validation and out-of-memory error scopes and returns what it
-    /// made, or the device's error as [`Error::Device`].
-    pub(crate) fn scoped<T>(&self, what: &'static str, make: impl FnOnce() -> T) -> Result<T> {
-        let memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let made = make();
-        let invalid = pollster::block_on(validation.pop());
-        let oom = pollster::block_on(memory.pop());
-        match invalid.or(oom) {
-            None => Ok(made),
-            Some(e) => Err(Error::Device {
-                what,
-                message: e.to_string(),
-            }),
-        }
-    }
-
-    /// The packed frequency buffer for `words`, uploaded on first use and kept in a
-    /// cache bounded by [`FrequencyCache`]'s limits.
-    pub(crate) fn frequency_buffer(&self, words: Vec<u32>) -> Result<wgpu::Buffer> {
-        let mut cache = self.frequencies.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(buffer) = cache.get(&words) {
-            return Ok(buffer);
-        }
-        let buffer = self.buffer_init(
-            "wgpu-posenc frequencies",
-            bytemuck::cast_slice(&words),
-            wgpu::BufferUsages::STORAGE,
-        )?;
-        cache.insert(words, buffer.clone());
-        Ok(buffer)
+    /// The pair passes' state (for the roofline tool, which binds the same way).
+    #[cfg(feature = "roofline")]
+    pub(crate) fn passes(&self) -> &Passes {
+        &self.passes
     }
 
     /// Drops every cached frequency buffer and bind group (compiled pipelines stay): after
     /// this, the context holds none of the caller's buffers.
     pub fn clear_caches(&self) {
-        *self.frequencies.lock().unwrap_or_else(|e| e.into_inner()) = FrequencyCache::default();
-        *self.bind_groups.lock().unwrap_or_else(|e| e.into_inner()) = Default::default();
-        *self
-            .last_frequencies
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = None;
+        self.passes.clear_caches();
     }
 
     /// What the caches hold now (see [`CacheUsage`] for their bounds).
     pub fn cache_usage(&self) -> CacheUsage {
-        let frequencies = self.frequencies.lock().unwrap_or_else(|e| e.into_inner());
-        let binds = self.bind_groups.lock().unwrap_or_else(|e| e.into_inner());
-        CacheUsage {
-            frequency_buffers: frequencies.entries.len(),
-            frequency_bytes: frequencies.bytes,
-            bind_groups: binds.len(),
-            held_bytes: binds.held_bytes(),
-        }
+        self.passes.cache_usage()
     }
 }
 
-/// What a context's caches hold: packed frequency buffers (at most
-/// [`CacheUsage::MAX_FREQUENCY_BUFFERS`] and [`CacheUsage::MAX_FREQUENCY_BYTES`]) and the bind
-/// groups of recent small passes, which keep the caller's buffers they bind alive (at most
-/// [`CacheUsage::MAX_BIND_GROUPS`] entries over at most [`CacheUsage::MAX_HELD_BYTES`] of
-/// distinct buffers). Least recently used entries go first; [`PosEnc::clear_caches`] empties
-/// both.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheUsage {
-    /// Frequency buffers cached.
-    pub frequency_buffers: usize,
-    /// Their bytes.
-    pub frequency_bytes: u64,
-    /// Cached bind-group sets (one per recent pass).
-    pub bind_groups: usize,
-    /// Bytes of the distinct buffers (the caller's and the crate's) they keep alive.
-    pub held_bytes: u64,
-}
-
-impl CacheUsage {
-    /// Most frequency buffers kept.
-    pub const MAX_FREQUENCY_BUFFERS: usize = 64;
-    /// Most bytes of frequency buffers kept.
-    pub const MAX_FREQUENCY_BYTES: u64 = 4 << 20;
-    /// Most bind-group sets kept.
-    pub const MAX_BIND_GROUPS: usize = 32;
-    /// Most bytes of buffers the cached bind groups may keep alive.
-    pub const MAX_HELD_BYTES: u64 = 64 << 20;
-}
-
-/// Packed frequency buffers by contents, most recent first, within [`CacheUsage`]'s bounds.
-#[derive(Debug, Default)]
-pub(crate) struct FrequencyCache {
-    entries: std::collections::VecDeque<(Vec<u32>, wgpu::Buffer)>,
-    bytes: u64,
-}
-
-impl FrequencyCache {
-    fn get(&mut self, words: &[u32]) -> Option<wgpu::Buffer> {
-        let at = self.entries.iter().position(|(w, _)| w == words)?;
-        let entry = self.entries.remove(at)?;
-        let buffer = entry.1.clone();
-        self.entries.push_front(entry);
-        Some(buffer)
+/// RoPE.
+impl PosEnc {
+    /// Validates `spec` for tensors of `head_dim` and computes its frequencies: the prepared
+    /// form of RoPE, for many calls (see [`Rope`]).
+    pub fn rope(&self, spec: &RopeSpec, head_dim: u64) -> Result<Rope> {
+        self.passes.rope(spec, head_dim)
     }
 
-    fn insert(&mut self, words: Vec<u32>, buffer: wgpu::Buffer) {
-        self.bytes += buffer.size();
-        self.entries.push_front((words, buffer));
-        while self.entries.len() > CacheUsage::MAX_FREQUENCY_BUFFERS
-            || (self.bytes > CacheUsage::MAX_FREQUENCY_BYTES && self.entries.len() > 1)
-        {
-            if let Some((_, old)) = self.entries.pop_back() {
-                self.bytes -= old.size();
-            }
-        }
+    /// Records RoPE in place over `tensor` into `encoder` (nothing is submitted).
+    ///
+    /// Every pair of the first `r` elements of each `(batch, head, token)` row is rotated by
+    /// `position * f_j`; elements `[r, head_dim)` and everything outside the view are left
+    /// as they are.
+    pub fn encode_rope(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        spec: &RopeSpec,
+        tensor: &TensorView<'_>,
+        positions: Positions<'_>,
+    ) -> Result<EncodeReport> {
+        self.encode_rope_call(encoder, spec, &RopeCall::new(*tensor, positions))
+    }
+
+    /// Records RoPE in place over Q and K in one dispatch: each angle is computed once per
+    /// (token, pair) and applied to every Q and K head. K may have fewer heads (GQA).
+    pub fn encode_rope_qk(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        spec: &RopeSpec,
+        q: &TensorView<'_>,
+        k: &TensorView<'_>,
+        positions: Positions<'_>,
+    ) -> Result<EncodeReport> {
+        self.encode_rope_call(encoder, spec, &RopeCall::new(*q, positions).with_k(*k))
+    }
+
+    /// Records the RoPE call `call` (see [`RopeCall`] for its options).
+    pub fn encode_rope_call(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        spec: &RopeSpec,
+        call: &RopeCall<'_>,
+    ) -> Result<EncodeReport> {
+        self.passes.encode_rope_call(encoder, spec, call)
+    }
+
+    /// RoPE in place over `data`, laid out as `layout` says (f32). Blocks until done.
+    /// Length-dependent scalings see HF's `max(position) + 1` of the host positions.
+    pub fn rope_host(
+        &self,
+        spec: &RopeSpec,
+        layout: Layout,
+        data: &mut [f32],
+        positions: HostPositions<'_>,
+    ) -> Result<()> {
+        self.passes.rope_host(spec, layout, data, positions)
     }
 }
 
-/// The device limits the kernels need, each checked with its name.
-fn check_limits(limits: &wgpu::Limits) -> Result<()> {
-    let need = [
-        (
-            "max_storage_buffers_per_shader_stage",
-            8,
-            u64::from(limits.max_storage_buffers_per_shader_stage),
-        ),
-        (
-            "max_bindings_per_bind_group",
-            9,
-            u64::from(limits.max_bindings_per_bind_group),
-        ),
-        ("max_bind_groups", 1, u64::from(limits.max_bind_groups)),
-        (
-            "max_uniform_buffers_per_shader_stage",
-            1,
-            u64::from(limits.max_uniform_buffers_per_shader_stage),
-        ),
-        (
-            "max_uniform_buffer_binding_size",
-            size_of::<crate::kernels::plan::Params>() as u64,
-            limits.max_uniform_buffer_binding_size,
-        ),
-        (
-            "max_compute_workgroup_size_x",
-            crate::kernels::WORKGROUP,
-            u64::from(limits.max_compute_workgroup_size_x),
-        ),
-        (
-            "max_compute_invocations_per_workgroup",
-            crate::kernels::WORKGROUP,
-            u64::from(limits.max_compute_invocations_per_workgroup),
-        ),
-        (
-            "max_compute_workgroups_per_dimension",
-            65_535,
-            u64::from(limits.max_compute_workgroups_per_dimension),
-        ),
-        (
-            "max_storage_buffer_binding_size",
-            4096,
-            limits.max_storage_buffer_binding_size,
-        ),
-    ];
-    for (limit, needed, got) in need {
-        if got < needed {
-            return Err(Error::DeviceLimit { limit, needed, got });
-        }
+/// The sinusoidal encoding.
+impl PosEnc {
+    /// Records the sinusoidal table into `table` (rows of `d_model`, e.g. [`Layout::rows`]):
+    /// row `s` gets the encoding of position `start + s`. Every (batch, head) copy of the view
+    /// gets the same rows.
+    pub fn encode_sinusoidal_table(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        spec: &SinusoidalSpec,
+        table: &TensorView<'_>,
+        start: u32,
+    ) -> Result<EncodeReport> {
+        self.passes
+            .encode_sinusoidal_table(encoder, spec, table, start)
     }
-    Ok(())
+
+    /// Records the fused `x = x * scale + PE` over embeddings `x` (e.g. [`Layout::bsd`]) at
+    /// `positions` (a start, per-row starts, or ids; fairseq maps padding tokens to its
+    /// padding index). The original Transformer uses `scale = sqrt(d_model)`.
+    pub fn encode_sinusoidal_add(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        spec: &SinusoidalSpec,
+        x: &TensorView<'_>,
+        positions: Positions<'_>,
+        scale: f32,
+    ) -> Result<EncodeReport> {
+        self.passes
+            .encode_sinusoidal_add(encoder, spec, x, positions, scale)
+    }
+
+    /// The sinusoidal table `[seq, d_model]` for positions `start..start + seq`.
+    pub fn sinusoidal_table_host(
+        &self,
+        spec: &SinusoidalSpec,
+        seq: u64,
+        start: u32,
+    ) -> Result<Vec<f32>> {
+        self.passes.sinusoidal_table_host(spec, seq, start)
+    }
+
+    /// `x = x * scale + PE` in place over embeddings laid out as `layout` says.
+    pub fn sinusoidal_add_host(
+        &self,
+        spec: &SinusoidalSpec,
+        layout: Layout,
+        data: &mut [f32],
+        positions: HostPositions<'_>,
+        scale: f32,
+    ) -> Result<()> {
+        self.passes
+            .sinusoidal_add_host(spec, layout, data, positions, scale)
+    }
 }

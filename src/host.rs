@@ -1,7 +1,7 @@
 //! Convenience for host slices: upload, encode, submit, wait, read back.
 
-use crate::context::PosEnc;
 use crate::error::{Error, Result};
+use crate::kernels::passes::Passes;
 use crate::kernels::rope::check_contiguous_positions;
 use crate::spec::{RopeSpec, SinusoidalSpec};
 use crate::tensor::{ArrayView, HostPositions, Layout, Positions, TensorView};
@@ -12,9 +12,9 @@ struct Uploaded {
     second: Option<wgpu::Buffer>,
 }
 
-impl PosEnc {
+impl Passes {
     /// RoPE in place over `data`, laid out as `layout` says (f32). Blocks until done.
-    pub fn rope_host(
+    pub(crate) fn rope_host(
         &self,
         spec: &RopeSpec,
         layout: Layout,
@@ -37,7 +37,7 @@ impl PosEnc {
     }
 
     /// The sinusoidal table `[seq, d_model]` for positions `start..start + seq`.
-    pub fn sinusoidal_table_host(
+    pub(crate) fn sinusoidal_table_host(
         &self,
         spec: &SinusoidalSpec,
         seq: u64,
@@ -65,7 +65,7 @@ impl PosEnc {
     }
 
     /// `x = x * scale + PE` in place over embeddings laid out as `layout` says.
-    pub fn sinusoidal_add_host(
+    pub(crate) fn sinusoidal_add_host(
         &self,
         spec: &SinusoidalSpec,
         layout: Layout,

@@ -45,12 +45,13 @@ pub mod roofline;
 mod spec;
 mod tensor;
 
-pub use context::{CacheUsage, PosEnc};
+pub use context::PosEnc;
 pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Scaling};
 #[cfg(feature = "hf-config")]
 pub use hf::{HfRope, LayerRope};
 pub use kernels::pass::EncodeReport;
+pub use kernels::passes::CacheUsage;
 pub use kernels::rope::{Rope, RopeCall};
 pub use spec::{Dtype, MRope, PairLayout, RopeSpec, SinusoidalLayout, SinusoidalSpec, Timescales};
 pub use tensor::{ArrayView, CosSinCache, Dims, HostPositions, Layout, Positions, TensorView};

@@ -6,12 +6,12 @@
 //! differs between adapters and drivers, and only a measurement in the same run makes a
 //! kernel's figure mean something:
 //!
-//! - [`PosEnc::encode_identity`] records an in-place identity over a byte range of a
+//! - [`Roofline::encode_identity`] records an in-place identity over a byte range of a
 //!   buffer (`shaders/identity.wgsl`): vec4 loads and stores, 64-thread workgroups, more than
 //!   65 535 workgroups folded into a 2-D grid, and ranges larger than one storage binding
 //!   split into several bindings, as the pair kernels do. Its bytes per second are the
 //!   roofline a kernel's rate is compared with.
-//! - [`PosEnc::encode_empty_dispatch`] records one dispatch that touches no memory: the floor
+//! - [`Roofline::encode_empty_dispatch`] records one dispatch that touches no memory: the floor
 //!   of the latency of a small kernel, such as RoPE over one decoded token.
 //! - [`Timer`] times recorded work: GPU timestamps where the device has
 //!   [`wgpu::Features::TIMESTAMP_QUERY`], wall time around a submit and a full wait otherwise.
@@ -22,8 +22,9 @@
 //!
 //! ```no_run
 //! use wgpu_posenc::PosEnc;
-//! use wgpu_posenc::roofline::Timer;
+//! use wgpu_posenc::roofline::{Roofline, Timer};
 //! let ctx = PosEnc::with_default_adapter()?;
+//! let roofline = Roofline::new(&ctx);
 //! let bytes = 256 << 20;
 //! let buffer = ctx.device().create_buffer(&wgpu::BufferDescriptor {
 //!     label: None,
@@ -33,7 +34,7 @@
 //! });
 //! let timer = Timer::new(&ctx);
 //! let seconds = timer.time(&ctx, |encoder| {
-//!     ctx.encode_identity(encoder, &buffer, 0, bytes).map(drop)
+//!     roofline.encode_identity(encoder, &buffer, 0, bytes).map(drop)
 //! })?;
 //! // Read once and written once.
 //! println!("{:.1} GB/s ({})", 2.0 * bytes as f64 / seconds / 1e9, timer.kind());
@@ -89,9 +90,11 @@ fn identity_ranges(byte_offset: u64, words: u64, max_binding: u64, align: u64) -
     ranges
 }
 
-/// The identity pipeline and what its empty dispatch binds, created on first use.
-#[derive(Debug)]
-pub(crate) struct Roofline {
+/// The identity shader and the empty dispatch on a context's device: build it once, and
+/// record either as often as needed.
+#[derive(Clone, Debug)]
+pub struct Roofline {
+    ctx: PosEnc,
     layout: wgpu::BindGroupLayout,
     pipeline: wgpu::ComputePipeline,
     /// One word of storage and a uniform with `count == 0`: the empty dispatch's bindings.
@@ -99,7 +102,9 @@ pub(crate) struct Roofline {
 }
 
 impl Roofline {
-    fn new(device: &wgpu::Device) -> Self {
+    /// The identity pipeline and the empty dispatch's bindings on `ctx`'s device.
+    pub fn new(ctx: &PosEnc) -> Self {
+        let device = ctx.device();
         let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
@@ -163,16 +168,11 @@ impl Roofline {
             ],
         });
         Self {
+            ctx: ctx.clone(),
             layout,
             pipeline,
             empty,
         }
-    }
-}
-
-impl PosEnc {
-    fn roofline(&self) -> &Roofline {
-        self.roofline.get_or_init(|| Roofline::new(&self.device))
     }
 
     /// Records an in-place identity over bytes `[byte_offset, byte_offset + bytes)` of
@@ -224,18 +224,19 @@ impl PosEnc {
         if bytes == 0 {
             return Ok(EncodeReport::default());
         }
-        let roofline = self.roofline();
-        let param_stride = (size_of::<Params>() as u64).next_multiple_of(self.uniform_align);
+        let roofline = self;
+        let passes = self.ctx.passes();
+        let param_stride = (size_of::<Params>() as u64).next_multiple_of(passes.uniform_align);
         let mut uniform = Vec::new();
         let mut windows = Vec::new();
         let mut report = EncodeReport::default();
         for (first, words) in identity_ranges(
             byte_offset,
             bytes / WORD,
-            self.max_binding,
-            self.storage_align,
+            passes.max_binding,
+            passes.storage_align,
         ) {
-            let offset = first / self.storage_align * self.storage_align;
+            let offset = first / passes.storage_align * passes.storage_align;
             // One invocation per line of a plane, and at least one per tail line and word.
             let invocations = (words / 4).div_ceil(PLANES).max(4);
             let (workgroups, [grid_x, grid_y]) = fold_grid(invocations.div_ceil(WORKGROUP));
@@ -252,7 +253,7 @@ impl PosEnc {
             report.blocks += 1;
             report.max_workgroups = report.max_workgroups.max(workgroups);
         }
-        let uniform = self
+        let uniform = passes
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("wgpu-posenc identity params"),
@@ -263,7 +264,7 @@ impl PosEnc {
             .iter()
             .enumerate()
             .map(|(k, &(offset, size, _, _))| {
-                self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                passes.device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some("wgpu-posenc identity"),
                     layout: &roofline.layout,
                     entries: &[
@@ -303,7 +304,7 @@ impl PosEnc {
     /// (nothing is submitted): the floor of what any dispatch costs on this queue, to compare
     /// the latency of a small kernel with. Its bindings are created once and reused.
     pub fn encode_empty_dispatch(&self, encoder: &mut wgpu::CommandEncoder) -> EncodeReport {
-        let roofline = self.roofline();
+        let roofline = self;
         let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("wgpu-posenc empty dispatch"),
             timestamp_writes: None,
@@ -494,6 +495,7 @@ mod tests {
         let ctx = PosEnc::with_default_adapter()
             .unwrap_or_else(|e| panic!("the GPU tests need an adapter: {e}"))
             .with_max_binding_size(4096);
+        let roofline = Roofline::new(&ctx);
         let words: Vec<u32> = (0..40_000u32)
             .map(|i| i.wrapping_mul(2_654_435_761) | 0x7f80_0001)
             .collect();
@@ -505,11 +507,11 @@ mod tests {
                 usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             });
         let mut encoder = ctx.device().create_command_encoder(&Default::default());
-        let report = ctx
+        let report = roofline
             .encode_identity(&mut encoder, &buffer, 48, 16 * 9_000 + 16)
             .expect("encode");
         assert!(report.dispatches > 30, "{report:?}");
-        ctx.encode_empty_dispatch(&mut encoder);
+        roofline.encode_empty_dispatch(&mut encoder);
         ctx.queue().submit([encoder.finish()]);
         let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
             label: None,
@@ -521,32 +523,34 @@ mod tests {
         encoder.copy_buffer_to_buffer(&buffer, 0, &staging, 0, buffer.size());
         ctx.queue().submit([encoder.finish()]);
         let mut out = vec![0f32; words.len()];
-        ctx.read_mapped(&staging, &mut out).expect("read");
+        ctx.passes().read_mapped(&staging, &mut out).expect("read");
         let out: &[u32] = bytemuck::cast_slice(&out);
         assert!(out == words.as_slice(), "the identity changed the buffer");
 
         for timer in [Timer::new(&ctx), Timer::wall()] {
             let t = timer
                 .time(&ctx, |e| {
-                    ctx.encode_identity(e, &buffer, 0, 16 * 10_000).map(drop)
+                    roofline
+                        .encode_identity(e, &buffer, 0, 16 * 10_000)
+                        .map(drop)
                 })
                 .expect("time");
             assert!(t.is_finite() && t > 0.0, "{}: {t}", timer.kind());
         }
         let bad = [
-            ctx.encode_identity(
+            roofline.encode_identity(
                 &mut ctx.device().create_command_encoder(&Default::default()),
                 &buffer,
                 8,
                 16,
             ),
-            ctx.encode_identity(
+            roofline.encode_identity(
                 &mut ctx.device().create_command_encoder(&Default::default()),
                 &buffer,
                 0,
                 8,
             ),
-            ctx.encode_identity(
+            roofline.encode_identity(
                 &mut ctx.device().create_command_encoder(&Default::default()),
                 &buffer,
                 0,

@@ -7,6 +7,7 @@
 //! so the two time the same work.
 
 use wgpu_posenc::Dims;
+use wgpu_posenc::roofline::Roofline;
 use wgpu_posenc::{
     Layout, PairLayout, PosEnc, Positions, Result, RopeSpec, SinusoidalSpec, TensorView,
 };
@@ -110,7 +111,8 @@ impl Case {
         let seq = buffers.seq;
         let x = &buffers.x;
         match self {
-            Case::Identity => ctx
+            Case::Identity => buffers
+                .roofline
                 .encode_identity(encoder, x, 0, tensor_bytes(seq))
                 .map(drop),
             Case::Copy => {
@@ -193,6 +195,8 @@ pub struct Buffers {
     pub x: wgpu::Buffer,
     /// `COPY_DST`, where the copy case writes.
     pub copy_dst: Option<wgpu::Buffer>,
+    /// The identity shader of the device.
+    pub roofline: Roofline,
 }
 
 impl Buffers {
@@ -217,6 +221,7 @@ impl Buffers {
                     | wgpu::BufferUsages::COPY_DST,
             ),
             copy_dst: copy.then(|| buffer("throughput copy", wgpu::BufferUsages::COPY_DST)),
+            roofline: Roofline::new(ctx),
         }
     }
 }

@@ -6,7 +6,9 @@
 //! that pair in every head. Only the operation differs (rotate, write sin/cos, add).
 
 pub(crate) mod bind;
+pub(crate) mod cache;
 pub(crate) mod pass;
+pub(crate) mod passes;
 pub(crate) mod plan;
 pub(crate) mod rope;
 pub(crate) mod sinusoidal;

@@ -1,13 +1,13 @@
 //! Encoding one pair pass: planning its blocks, binding a window of each tensor (and of the
 //! position ids) per block, and dispatching each block's invocations.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::bind::{self, Access, Entry, Rules, overlap};
+use super::cache::{BindCache, BindKey, BoundGroup, FrequencyMemo, Slot};
+use super::passes::Passes;
 use super::plan::{Block, IdsSpan, Params, PlanInput, ViewSpan};
 use super::{Kernel, PositionMode, Second, Specialization, WORKGROUP, Width};
-use crate::context::{CacheUsage, PosEnc};
 use crate::dd::Dd;
 use crate::error::{Error, Result};
 use crate::tensor::Layout;
@@ -151,93 +151,6 @@ fn bind_views<'a>(
     (windows, shared)
 }
 
-/// A bind group and the entries it was made of (kept for the capture of dispatches).
-#[derive(Debug)]
-pub(crate) struct BoundGroup {
-    group: wgpu::BindGroup,
-    entries: Vec<Entry>,
-}
-
-/// A storage binding of a block: a buffer window `(offset, size)`, or None for a dummy.
-type Slot = Option<(wgpu::Buffer, (u64, u64))>;
-
-/// What makes two passes' bind groups interchangeable: the buffers (by identity), their
-/// windows and the parameter bytes.
-#[derive(Debug, PartialEq)]
-pub(crate) struct BindKey {
-    freq: wgpu::Buffer,
-    /// Per block: bindings 1, 3, 4, 5, 6, 7, 8.
-    slots: Vec<[Slot; 7]>,
-    params: Vec<u8>,
-}
-
-/// The bind groups (and through them the uniform buffers) of the most recent small passes,
-/// most recent first, so that repeating a pass allocates nothing: a prefill at the same
-/// position on the same buffers, or a decode step that reads its positions from a buffer.
-/// A decode step with `Positions::Start` changes its parameters every token and misses.
-/// An entry keeps its buffers (the caller's among them) alive until it is evicted: at most
-/// [`CacheUsage::MAX_BIND_GROUPS`] entries, whose buffers add up to at most
-/// [`CacheUsage::MAX_HELD_BYTES`] (counted per entry, so a buffer two entries share counts
-/// twice: the bound holds all the more). Only passes over buffers of at most
-/// [`BindCache::MAX_BUFFER`] bytes are kept.
-#[derive(Debug, Default)]
-pub(crate) struct BindCache {
-    /// Most recent first, with the bytes of the distinct buffers each one holds.
-    entries: VecDeque<(BindKey, Arc<[BoundGroup]>, u64)>,
-    held: u64,
-}
-
-impl BindCache {
-    /// Largest buffer whose passes are kept.
-    const MAX_BUFFER: u64 = 16 << 20;
-    /// Most blocks (dispatches) of a pass that is kept.
-    const MAX_BLOCKS: usize = 4;
-
-    fn get(&mut self, key: &BindKey) -> Option<Arc<[BoundGroup]>> {
-        let at = self.entries.iter().position(|(k, _, _)| k == key)?;
-        let entry = self.entries.remove(at)?;
-        let bind_groups = entry.1.clone();
-        self.entries.push_front(entry);
-        Some(bind_groups)
-    }
-
-    fn insert(&mut self, key: BindKey, bind_groups: Arc<[BoundGroup]>) {
-        let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
-        for e in bind_groups.iter().flat_map(|g| &g.entries) {
-            if !buffers.contains(&&e.buffer) {
-                buffers.push(&e.buffer);
-            }
-        }
-        let bytes = buffers.iter().map(|b| b.size()).sum();
-        self.held += bytes;
-        self.entries.push_front((key, bind_groups, bytes));
-        while self.entries.len() > CacheUsage::MAX_BIND_GROUPS
-            || (self.held > CacheUsage::MAX_HELD_BYTES && !self.entries.is_empty())
-        {
-            if let Some((_, _, b)) = self.entries.pop_back() {
-                self.held -= b;
-            }
-        }
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub(crate) fn held_bytes(&self) -> u64 {
-        self.held
-    }
-}
-
-/// The last frequencies a pass asked for, and their packed buffer.
-#[derive(Debug)]
-pub(crate) struct FrequencyMemo {
-    inv_freq: Vec<Dd>,
-    axes: Vec<u32>,
-    g: usize,
-    buffer: wgpu::Buffer,
-}
-
 /// What an encode call recorded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EncodeReport {
@@ -264,7 +177,7 @@ impl EncodeReport {
 /// down to the storage alignment, the end rounded up to 16 bytes. Both vanish when every
 /// block start and end is aligned already (a contiguous tensor at an aligned offset), so
 /// such a tensor of exactly the binding limit still takes one binding.
-fn slack(ctx: &PosEnc, layout: &Layout, row_len: u64, elem: u64) -> u64 {
+fn slack(ctx: &Passes, layout: &Layout, row_len: u64, elem: u64) -> u64 {
     let mut g = ctx.storage_align;
     for (i, &stride) in layout.strides.iter().enumerate() {
         if layout.shape[i] > 1 {
@@ -283,7 +196,7 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-impl PosEnc {
+impl Passes {
     /// The block plan of a pass, or `None` when not even one row fits one binding.
     pub(crate) fn plan(&self, pass: &PairPass<'_>) -> PlanInput {
         let elem = pass.spec.dtype.size();

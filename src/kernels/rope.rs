@@ -6,7 +6,7 @@ use super::{Kernel, Second, Specialization, Width};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use crate::context::PosEnc;
+use super::passes::Passes;
 use crate::dd::Dd;
 use crate::error::{Error, Result};
 use crate::spec::RopeSpec;
@@ -62,11 +62,11 @@ impl<'a> RopeCall<'a> {
 
 /// A RoPE spec validated for one head dimension, with its frequencies computed once (and,
 /// for the length-dependent scalings, for the last few sequence lengths): build it once
-/// with [`PosEnc::rope`] and encode many calls with it, the way a decode loop does.
+/// with [`PosEnc::rope`](crate::PosEnc::rope) and encode many calls with it, the way a decode loop does.
 /// `PosEnc::encode_rope*` are the one-shot forms.
 #[derive(Clone, Debug)]
 pub struct Rope {
-    ctx: PosEnc,
+    ctx: Passes,
     spec: RopeSpec,
     head_dim: u64,
     rotary_dim: u64,
@@ -84,10 +84,10 @@ struct Angles {
     attention_factor: f32,
 }
 
-impl PosEnc {
+impl Passes {
     /// Validates `spec` for tensors of `head_dim` and computes its frequencies: the prepared
     /// form of RoPE, for many calls.
-    pub fn rope(&self, spec: &RopeSpec, head_dim: u64) -> Result<Rope> {
+    pub(crate) fn rope(&self, spec: &RopeSpec, head_dim: u64) -> Result<Rope> {
         let r = spec.validate(head_dim)?;
         let pairs = r / 2;
         // The frequencies (three words a pair) must fit one binding.
@@ -121,7 +121,7 @@ impl PosEnc {
     /// Every pair of the first `r` elements of each `(batch, head, token)` row is rotated by
     /// `position * f_j`; elements `[r, head_dim)` and everything outside the view are left
     /// as they are.
-    pub fn encode_rope(
+    pub(crate) fn encode_rope(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         spec: &RopeSpec,
@@ -131,21 +131,8 @@ impl PosEnc {
         self.encode_rope_call(encoder, spec, &RopeCall::new(*tensor, positions))
     }
 
-    /// Records RoPE in place over Q and K in one dispatch: each angle is computed once per
-    /// (token, pair) and applied to every Q and K head. K may have fewer heads (GQA).
-    pub fn encode_rope_qk(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        spec: &RopeSpec,
-        q: &TensorView<'_>,
-        k: &TensorView<'_>,
-        positions: Positions<'_>,
-    ) -> Result<EncodeReport> {
-        self.encode_rope_call(encoder, spec, &RopeCall::new(*q, positions).with_k(*k))
-    }
-
     /// Records the RoPE call `call` (see [`RopeCall`] for its options).
-    pub fn encode_rope_call(
+    pub(crate) fn encode_rope_call(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         spec: &RopeSpec,
@@ -176,7 +163,7 @@ impl Rope {
         self.head_dim
     }
 
-    /// [`PosEnc::encode_rope`] with this spec.
+    /// [`PosEnc::encode_rope`](crate::PosEnc::encode_rope) with this spec.
     pub fn encode(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -186,7 +173,7 @@ impl Rope {
         self.encode_call(encoder, &RopeCall::new(*tensor, positions))
     }
 
-    /// [`PosEnc::encode_rope_qk`] with this spec.
+    /// [`PosEnc::encode_rope_qk`](crate::PosEnc::encode_rope_qk) with this spec.
     pub fn encode_qk(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -197,7 +184,7 @@ impl Rope {
         self.encode_call(encoder, &RopeCall::new(*q, positions).with_k(*k))
     }
 
-    /// [`PosEnc::encode_rope_call`] with this spec.
+    /// [`PosEnc::encode_rope_call`](crate::PosEnc::encode_rope_call) with this spec.
     pub fn encode_call(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -305,7 +292,7 @@ impl Rope {
 /// The views of a call, checked: shapes agree, one dtype the device has, usages and
 /// sizes, no two sharing an element.
 fn check_call<'a>(
-    ctx: &PosEnc,
+    ctx: &Passes,
     head_dim: u64,
     call: &'a RopeCall<'a>,
 ) -> Result<Vec<&'a TensorView<'a>>> {
@@ -363,7 +350,7 @@ fn check_call<'a>(
     Ok(views.into_iter().map(|(_, v)| v).collect())
 }
 
-impl PosEnc {
+impl Passes {
     /// Encodes a RoPE pass; Q and K (fused) go in passes of their own where one of them is
     /// empty or one token of all their heads does not fit one binding each.
     fn encode_rope_pass(

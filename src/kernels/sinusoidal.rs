@@ -1,20 +1,20 @@
 //! Host side of `shaders/sinusoidal.wgsl`: the table fill and the fused add.
 
 use super::pass::{EncodeReport, PairPass, PassPositions, PassView};
+use super::passes::Passes;
 use super::rope::{check_contiguous_positions, resolve_positions, width_for};
 use super::{Kernel, Specialization};
-use crate::context::PosEnc;
 use crate::error::{Error, Result};
 use crate::spec::SinusoidalSpec;
 use crate::tensor::{Positions, TensorView};
 
-impl PosEnc {
+impl Passes {
     /// Records the sinusoidal table into `table` (rows of `d_model`, e.g. [`Layout::rows`]):
     /// row `s` gets the encoding of position `start + s`. Every (batch, head) copy of the view
     /// gets the same rows.
     ///
     /// [`Layout::rows`]: crate::Layout::rows
-    pub fn encode_sinusoidal_table(
+    pub(crate) fn encode_sinusoidal_table(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         spec: &SinusoidalSpec,
@@ -30,7 +30,7 @@ impl PosEnc {
     /// padding index). The original Transformer uses `scale = sqrt(d_model)`.
     ///
     /// [`Layout::bsd`]: crate::Layout::bsd
-    pub fn encode_sinusoidal_add(
+    pub(crate) fn encode_sinusoidal_add(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         spec: &SinusoidalSpec,
