@@ -192,35 +192,7 @@ impl Roofline {
         byte_offset: u64,
         bytes: u64,
     ) -> Result<EncodeReport> {
-        const WHAT: &str = "identity buffer";
-        if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
-            return Err(Error::MissingUsage {
-                what: WHAT,
-                missing: wgpu::BufferUsages::STORAGE,
-            });
-        }
-        if !byte_offset.is_multiple_of(WORD) {
-            return Err(Error::MisalignedOffset {
-                what: WHAT,
-                offset: byte_offset,
-                elem: WORD,
-            });
-        }
-        if !bytes.is_multiple_of(WORD) {
-            return Err(Error::InvalidParameter {
-                what: "identity byte count",
-                value: bytes as f64,
-                need: "a multiple of 16 (whole vec4 words)",
-            });
-        }
-        let end = byte_offset.saturating_add(bytes);
-        if end > buffer.size() {
-            return Err(Error::BufferTooSmall {
-                what: WHAT,
-                needed: end,
-                size: buffer.size(),
-            });
-        }
+        check_identity_range(buffer, byte_offset, bytes)?;
         if bytes == 0 {
             return Ok(EncodeReport::default());
         }
@@ -264,28 +236,12 @@ impl Roofline {
             .iter()
             .enumerate()
             .map(|(k, &(offset, size, _, _))| {
-                passes.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("wgpu-posenc identity"),
-                    layout: &roofline.layout,
-                    entries: &[
-                        wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                                buffer: &uniform,
-                                offset: k as u64 * param_stride,
-                                size: wgpu::BufferSize::new(size_of::<Params>() as u64),
-                            }),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                                buffer,
-                                offset,
-                                size: wgpu::BufferSize::new(size),
-                            }),
-                        },
-                    ],
-                })
+                let params = (
+                    &uniform,
+                    k as u64 * param_stride,
+                    size_of::<Params>() as u64,
+                );
+                self.bind_group(params, (buffer, offset, size))
             })
             .collect();
         let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -298,6 +254,38 @@ impl Roofline {
             cpass.dispatch_workgroups(gx, gy, 1);
         }
         Ok(report)
+    }
+
+    /// The identity's bind group: a window `(buffer, offset, size)` of the parameters and
+    /// one of the data.
+    fn bind_group(
+        &self,
+        (params, params_offset, params_size): (&wgpu::Buffer, u64, u64),
+        (data, offset, size): (&wgpu::Buffer, u64, u64),
+    ) -> wgpu::BindGroup {
+        let window = |buffer, offset, size| {
+            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer,
+                offset,
+                size: wgpu::BufferSize::new(size),
+            })
+        };
+        self.ctx
+            .device()
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("wgpu-posenc identity"),
+                layout: &self.layout,
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: window(params, params_offset, params_size),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: window(data, offset, size),
+                    },
+                ],
+            })
     }
 
     /// Records one dispatch of one workgroup that returns at once and touches no memory
@@ -318,6 +306,40 @@ impl Roofline {
             max_workgroups: 1,
         }
     }
+}
+
+/// An identity range must be whole vec4 words of a `STORAGE` buffer.
+fn check_identity_range(buffer: &wgpu::Buffer, byte_offset: u64, bytes: u64) -> Result<()> {
+    const WHAT: &str = "identity buffer";
+    if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
+        return Err(Error::MissingUsage {
+            what: WHAT,
+            missing: wgpu::BufferUsages::STORAGE,
+        });
+    }
+    if !byte_offset.is_multiple_of(WORD) {
+        return Err(Error::MisalignedOffset {
+            what: WHAT,
+            offset: byte_offset,
+            elem: WORD,
+        });
+    }
+    if !bytes.is_multiple_of(WORD) {
+        return Err(Error::InvalidParameter {
+            what: "identity byte count",
+            value: bytes as f64,
+            need: "a multiple of 16 (whole vec4 words)",
+        });
+    }
+    let end = byte_offset.saturating_add(bytes);
+    if end > buffer.size() {
+        return Err(Error::BufferTooSmall {
+            what: WHAT,
+            needed: end,
+            size: buffer.size(),
+        });
+    }
+    Ok(())
 }
 
 /// How a [`Timer`] measures.

@@ -7,6 +7,7 @@
 
 pub(crate) mod bind;
 pub(crate) mod cache;
+pub(crate) mod input;
 pub(crate) mod pass;
 pub(crate) mod passes;
 pub(crate) mod plan;

@@ -7,84 +7,12 @@ use super::bind::{self, Access, Entry, Rules, overlap};
 use super::cache::{BindCache, BindKey, BoundGroup, FrequencyMemo, Slot};
 use super::passes::Passes;
 use super::plan::{Block, IdsSpan, Params, PlanInput, ViewSpan};
-use super::{Kernel, PositionMode, Second, Specialization, WORKGROUP, Width};
+use super::{Kernel, Second, Specialization, WORKGROUP, Width};
 use crate::dd::Dd;
 use crate::error::{Error, Result};
 use crate::tensor::Layout;
 
-/// A u32 array resolved for a pass: its buffer and the index of its first value.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Words<'a> {
-    pub buffer: &'a wgpu::Buffer,
-    pub first: u64,
-}
-
-/// Where positions come from, resolved for the pass.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum PassPositions<'a> {
-    Start(u32),
-    BatchStarts(Words<'a>),
-    Ids(Words<'a>),
-    Varlen {
-        cu_seqlens: Words<'a>,
-        num_seqs: u32,
-        offsets: Option<Words<'a>>,
-    },
-    Axes(Words<'a>),
-}
-
-impl PassPositions<'_> {
-    pub fn mode(&self) -> PositionMode {
-        match self {
-            PassPositions::Start(_) => PositionMode::Start,
-            PassPositions::BatchStarts(_) => PositionMode::BatchStarts,
-            PassPositions::Ids(_) => PositionMode::Ids,
-            PassPositions::Varlen { offsets, .. } => PositionMode::Varlen {
-                offsets: offsets.is_some(),
-            },
-            PassPositions::Axes(_) => PositionMode::Axes,
-        }
-    }
-}
-
-/// A cos/sin cache resolved for a pass (element indices of f32 values).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PassCache<'a> {
-    pub cos: Words<'a>,
-    pub sin: Words<'a>,
-    pub max_pos: u64,
-    pub row_stride: u64,
-    /// The u32 flag set when a position is clamped.
-    pub flag: Words<'a>,
-}
-
-/// A tensor of a pass.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PassView<'a> {
-    pub buffer: &'a wgpu::Buffer,
-    pub layout: Layout,
-}
-
-/// One pass over validated views.
-#[derive(Clone, Debug)]
-pub(crate) struct PairPass<'a> {
-    pub spec: Specialization,
-    /// View A: rotated in place, or the destination.
-    pub a: PassView<'a>,
-    /// View B: K (in place), or the source; `spec.second` says which.
-    pub b: Option<PassView<'a>>,
-    /// Pairs cover elements `[0, 2 * pairs)` of each row.
-    pub pairs: u64,
-    /// Angular frequency of each pair, radians per position, and its M-RoPE axis.
-    pub inv_freq: Vec<Dd>,
-    pub axes: Vec<u32>,
-    pub positions: PassPositions<'a>,
-    pub cache: Option<PassCache<'a>>,
-    /// Sinusoidal: the position whose row is zero.
-    pub pad_pos: Option<u32>,
-    pub sin_sign: f32,
-    pub scale: f32,
-}
+pub(crate) use super::input::{PairPass, PassCache, PassPositions, PassView, Words};
 
 /// A block's window of one view: the binding window, the element index of the block's
 /// first row, the strides of the axes it steps along (0 for the others), and its heads.

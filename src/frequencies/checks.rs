@@ -1,0 +1,260 @@
+//! The checks of a scaling's parameters: on their own ([`Scaling::validate`]) and for a
+//! rotary dimension and base ([`Scaling::check_for`]), without computing anything.
+
+use super::Scaling;
+use crate::error::FrequencyError;
+
+impl Scaling {
+    /// Every check [`Scaling::frequencies`] makes for rotary dim `rotary_dim` and `base`,
+    /// without computing (or allocating) anything: what a call on an empty view still
+    /// validates.
+    pub fn check_for(&self, rotary_dim: u64, base: f64) -> Result<(), FrequencyError> {
+        let r32 = u32::try_from(rotary_dim).unwrap_or(u32::MAX);
+        if rotary_dim == 0 || !rotary_dim.is_multiple_of(2) {
+            return Err(FrequencyError::InvalidRotaryDim { rotary_dim: r32 });
+        }
+        if !(base.is_finite() && base > 0.0) {
+            return Err(FrequencyError::InvalidBase { base });
+        }
+        self.validate()?;
+        match self {
+            Scaling::NtkAware { .. } | Scaling::DynamicNtk { .. } if rotary_dim < 4 => {
+                Err(FrequencyError::RotaryDimTooSmall {
+                    scaling: self.name(),
+                    rotary_dim: r32,
+                })
+            }
+            Scaling::Yarn { .. } if base <= 1.0 => Err(FrequencyError::YarnBaseTooSmall { base }),
+            Scaling::LongRope {
+                short_factor,
+                long_factor,
+                ..
+            } => {
+                for (which, list) in [("short_factor", short_factor), ("long_factor", long_factor)]
+                {
+                    if list.len() as u64 != rotary_dim / 2 {
+                        return Err(FrequencyError::FactorListLength {
+                            which,
+                            len: list.len(),
+                            expected: (rotary_dim / 2) as usize,
+                            rotary_dim: r32,
+                        });
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks the parameters that do not depend on the rotary dimension or the base.
+    pub fn validate(&self) -> Result<(), FrequencyError> {
+        let s = self.name();
+        match self {
+            Scaling::Default => Ok(()),
+            Scaling::Linear { factor } | Scaling::NtkAware { factor } => {
+                check_factor(s, "factor", *factor)
+            }
+            Scaling::Proportional {
+                partial_rotary_factor,
+                factor,
+            } => {
+                check_factor(s, "factor", *factor)?;
+                check_share(s, "partial_rotary_factor", *partial_rotary_factor)
+            }
+            Scaling::DynamicNtk {
+                factor,
+                original_max_position_embeddings,
+            } => {
+                check_factor(s, "factor", *factor)?;
+                check_context(
+                    s,
+                    "original_max_position_embeddings",
+                    *original_max_position_embeddings,
+                )
+            }
+            Scaling::Yarn { .. } => self.validate_yarn(),
+            Scaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_max_position_embeddings,
+            } => {
+                check_factor(s, "factor", *factor)?;
+                check_positive(s, "low_freq_factor", *low_freq_factor)?;
+                check_positive(s, "high_freq_factor", *high_freq_factor)?;
+                // Equal factors (Llama 4) leave the blended band empty, as in HF.
+                if low_freq_factor > high_freq_factor {
+                    return Err(FrequencyError::LowFreqNotBelowHighFreq {
+                        low_freq_factor: *low_freq_factor,
+                        high_freq_factor: *high_freq_factor,
+                    });
+                }
+                check_context(
+                    s,
+                    "original_max_position_embeddings",
+                    *original_max_position_embeddings,
+                )
+            }
+            Scaling::LongRope { .. } => self.validate_longrope(),
+        }
+    }
+
+    fn validate_yarn(&self) -> Result<(), FrequencyError> {
+        let s = self.name();
+        let Scaling::Yarn {
+            factor,
+            original_max_position_embeddings,
+            beta_fast,
+            beta_slow,
+            mscale,
+            mscale_all_dim,
+            attention_factor,
+            truncate: _,
+        } = self
+        else {
+            unreachable!("called for YaRN")
+        };
+        check_factor(s, "factor", *factor)?;
+        check_context(
+            s,
+            "original_max_position_embeddings",
+            *original_max_position_embeddings,
+        )?;
+        check_positive(s, "beta_fast", *beta_fast)?;
+        check_positive(s, "beta_slow", *beta_slow)?;
+        if beta_fast < beta_slow {
+            return Err(FrequencyError::BetaFastBelowBetaSlow {
+                beta_fast: *beta_fast,
+                beta_slow: *beta_slow,
+            });
+        }
+        check_non_negative(s, "mscale", *mscale)?;
+        check_non_negative(s, "mscale_all_dim", *mscale_all_dim)?;
+        if let Some(a) = attention_factor {
+            check_positive(s, "attention_factor", *a)?;
+        }
+        Ok(())
+    }
+
+    fn validate_longrope(&self) -> Result<(), FrequencyError> {
+        let s = self.name();
+        let Scaling::LongRope {
+            short_factor,
+            long_factor,
+            original_max_position_embeddings,
+            max_position_embeddings,
+            attention_factor,
+        } = self
+        else {
+            unreachable!("called for LongRoPE")
+        };
+        check_factor_list("short_factor", short_factor)?;
+        check_factor_list("long_factor", long_factor)?;
+        check_context(
+            s,
+            "original_max_position_embeddings",
+            *original_max_position_embeddings,
+        )?;
+        check_context(s, "max_position_embeddings", *max_position_embeddings)?;
+        if let Some(a) = attention_factor {
+            check_positive(s, "attention_factor", *a)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_factor(
+    scaling: &'static str,
+    name: &'static str,
+    value: f64,
+) -> Result<(), FrequencyError> {
+    if value.is_finite() && value >= 1.0 {
+        Ok(())
+    } else {
+        Err(FrequencyError::InvalidFactor {
+            scaling,
+            name,
+            value,
+        })
+    }
+}
+
+/// A share in `(0, 1]`.
+fn check_share(
+    scaling: &'static str,
+    name: &'static str,
+    value: f64,
+) -> Result<(), FrequencyError> {
+    if value.is_finite() && value > 0.0 && value <= 1.0 {
+        Ok(())
+    } else {
+        Err(FrequencyError::InvalidParameter {
+            scaling,
+            name,
+            value,
+            need: "in (0, 1]",
+        })
+    }
+}
+
+fn check_positive(
+    scaling: &'static str,
+    name: &'static str,
+    value: f64,
+) -> Result<(), FrequencyError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(FrequencyError::InvalidParameter {
+            scaling,
+            name,
+            value,
+            need: "finite and greater than 0",
+        })
+    }
+}
+
+fn check_non_negative(
+    scaling: &'static str,
+    name: &'static str,
+    value: f64,
+) -> Result<(), FrequencyError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(FrequencyError::InvalidParameter {
+            scaling,
+            name,
+            value,
+            need: "finite and at least 0 (0 means not given)",
+        })
+    }
+}
+
+fn check_context(
+    scaling: &'static str,
+    name: &'static str,
+    value: u64,
+) -> Result<(), FrequencyError> {
+    if value == 0 {
+        Err(FrequencyError::ZeroContextLength { scaling, name })
+    } else {
+        Ok(())
+    }
+}
+
+fn check_factor_list(which: &'static str, list: &[f64]) -> Result<(), FrequencyError> {
+    match list
+        .iter()
+        .enumerate()
+        .find(|(_, x)| !(x.is_finite() && **x > 0.0))
+    {
+        Some((index, &value)) => Err(FrequencyError::FactorListValue {
+            which,
+            index,
+            value,
+        }),
+        None => Ok(()),
+    }
+}
