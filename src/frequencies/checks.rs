@@ -180,56 +180,47 @@ fn check_factor(
     }
 }
 
-/// A share in `(0, 1]`.
-fn check_share(
+/// A real parameter within a range, or [`FrequencyError::InvalidParameter`] saying which.
+fn check_range(
     scaling: &'static str,
     name: &'static str,
     value: f64,
+    (ok, need): (fn(f64) -> bool, &'static str),
 ) -> Result<(), FrequencyError> {
-    if value.is_finite() && value > 0.0 && value <= 1.0 {
+    if value.is_finite() && ok(value) {
         Ok(())
     } else {
         Err(FrequencyError::InvalidParameter {
             scaling,
             name,
             value,
-            need: "in (0, 1]",
+            need,
         })
     }
 }
 
-fn check_positive(
-    scaling: &'static str,
-    name: &'static str,
-    value: f64,
-) -> Result<(), FrequencyError> {
-    if value.is_finite() && value > 0.0 {
-        Ok(())
-    } else {
-        Err(FrequencyError::InvalidParameter {
-            scaling,
-            name,
-            value,
-            need: "finite and greater than 0",
-        })
-    }
+/// A share in `(0, 1]`.
+const SHARE: (fn(f64) -> bool, &str) = (|v| v > 0.0 && v <= 1.0, "in (0, 1]");
+/// Greater than 0.
+const POSITIVE: (fn(f64) -> bool, &str) = (|v| v > 0.0, "finite and greater than 0");
+/// At least 0, where 0 means "not given".
+const NON_NEGATIVE: (fn(f64) -> bool, &str) =
+    (|v| v >= 0.0, "finite and at least 0 (0 means not given)");
+
+fn check_share(scaling: &'static str, name: &'static str, v: f64) -> Result<(), FrequencyError> {
+    check_range(scaling, name, v, SHARE)
+}
+
+fn check_positive(scaling: &'static str, name: &'static str, v: f64) -> Result<(), FrequencyError> {
+    check_range(scaling, name, v, POSITIVE)
 }
 
 fn check_non_negative(
     scaling: &'static str,
     name: &'static str,
-    value: f64,
+    v: f64,
 ) -> Result<(), FrequencyError> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(())
-    } else {
-        Err(FrequencyError::InvalidParameter {
-            scaling,
-            name,
-            value,
-            need: "finite and at least 0 (0 means not given)",
-        })
-    }
+    check_range(scaling, name, v, NON_NEGATIVE)
 }
 
 fn check_context(
