@@ -146,19 +146,5 @@ fn sample_rows(seq: u64) -> Vec<u64> {
 }
 
 fn read(ctx: &PosEnc, buffer: &wgpu::Buffer) -> Result<Vec<f32>, Box<dyn std::error::Error>> {
-    let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
-        label: Some("readback"),
-        size: buffer.size(),
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = ctx.device().create_command_encoder(&Default::default());
-    encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, buffer.size());
-    ctx.queue().submit([encoder.finish()]);
-    staging
-        .slice(..)
-        .map_async(wgpu::MapMode::Read, |r| r.expect("map"));
-    ctx.device().poll(wgpu::PollType::wait_indefinitely())?;
-    let out = bytemuck::cast_slice(&staging.slice(..).get_mapped_range()?).to_vec();
-    Ok(out)
+    Ok(bytemuck::cast_slice(&ctx.read_buffer(buffer)?).to_vec())
 }

@@ -129,6 +129,12 @@ impl PosEnc {
         &self.passes.queue
     }
 
+    /// The contents of `buffer` (which needs `COPY_SRC`) once everything submitted before
+    /// has run: copied to a staging buffer, submitted, waited for and mapped.
+    pub fn read_buffer(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
+        self.passes.read_buffer(buffer)
+    }
+
     /// The adapter, when this context picked it.
     pub fn adapter_info(&self) -> Option<&wgpu::AdapterInfo> {
         self.passes.adapter.as_ref()

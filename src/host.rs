@@ -173,6 +173,14 @@ impl Passes {
     /// Maps `staging` (already holding the result, or about to once the queue drains) and
     /// copies it into `out`.
     pub(crate) fn read_mapped(&self, staging: &wgpu::Buffer, out: &mut [f32]) -> Result<()> {
+        let bytes = self.map_bytes(staging)?;
+        let n = out.len().min(bytes.len() / 4);
+        out[..n].copy_from_slice(&bytemuck::cast_slice(&bytes[..n * 4])[..n]);
+        Ok(())
+    }
+
+    /// Maps `staging` (`MAP_READ`) once the queue has drained and returns its bytes.
+    fn map_bytes(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
         let slice = staging.slice(..);
         let (sender, receiver) = futures_intrusive::channel::shared::oneshot_channel();
         slice.map_async(wgpu::MapMode::Read, move |result| {
@@ -182,14 +190,38 @@ impl Passes {
         self.device.poll(wgpu::PollType::wait_indefinitely())?;
         match pollster::block_on(receiver.receive()) {
             Some(result) => result?,
-            None => unreachable!("map_async callbacks run before poll(Wait) returns"),
+            None => {
+                return Err(Error::Device {
+                    what: "reading back",
+                    message: "the buffer's map callback did not run".into(),
+                });
+            }
         }
-        {
-            let view = slice.get_mapped_range()?;
-            out.copy_from_slice(&bytemuck::cast_slice(&view)[..out.len()]);
-        }
+        let bytes = slice.get_mapped_range()?.to_vec();
         staging.unmap();
-        Ok(())
+        Ok(bytes)
+    }
+
+    /// The contents of `buffer` (which needs `COPY_SRC`), after everything submitted before.
+    pub(crate) fn read_buffer(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
+        if !buffer.usage().contains(wgpu::BufferUsages::COPY_SRC) {
+            return Err(Error::MissingUsage {
+                what: "the buffer to read",
+                missing: wgpu::BufferUsages::COPY_SRC,
+            });
+        }
+        let staging = self.scoped("wgpu-posenc readback", || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("wgpu-posenc readback"),
+                size: buffer.size(),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, buffer.size());
+        self.queue.submit([encoder.finish()]);
+        self.map_bytes(&staging)
     }
 }
 

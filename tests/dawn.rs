@@ -159,23 +159,7 @@ impl Recorder {
 }
 
 fn read_bytes(ctx: &PosEnc, buffer: &wgpu::Buffer) -> Vec<u8> {
-    let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
-        label: Some("dawn check readback"),
-        size: buffer.size(),
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = ctx.device().create_command_encoder(&Default::default());
-    encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, buffer.size());
-    ctx.queue().submit([encoder.finish()]);
-    let slice = staging.slice(..);
-    slice.map_async(wgpu::MapMode::Read, |r| r.expect("map"));
-    ctx.device()
-        .poll(wgpu::PollType::wait_indefinitely())
-        .expect("poll");
-    let out = slice.get_mapped_range().expect("mapped").to_vec();
-    staging.unmap();
-    out
+    ctx.read_buffer(buffer).expect("read back")
 }
 
 /// Element size, value, and the stored form of a value of a kind.

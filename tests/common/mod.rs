@@ -78,26 +78,12 @@ pub fn run_on_buffer(
     read_back(&buffer, encoder)
 }
 
-/// Submits `encoder` after a copy of `buffer` into a staging buffer, and returns the copy.
-pub fn read_back(buffer: &wgpu::Buffer, mut encoder: wgpu::CommandEncoder) -> Vec<f32> {
+/// Submits `encoder`, then reads `buffer` back (`PosEnc::read_buffer`) as f32 values.
+pub fn read_back(buffer: &wgpu::Buffer, encoder: wgpu::CommandEncoder) -> Vec<f32> {
     let ctx = ctx();
-    let device = ctx.device();
-    let staging = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("test readback"),
-        size: buffer.size(),
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, buffer.size());
     ctx.queue().submit([encoder.finish()]);
-    let slice = staging.slice(..);
-    slice.map_async(wgpu::MapMode::Read, |r| r.expect("map"));
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .expect("poll");
-    let out = bytemuck::cast_slice::<u8, f32>(&slice.get_mapped_range().expect("mapped")).to_vec();
-    staging.unmap();
-    out
+    let bytes = ctx.read_buffer(buffer).expect("read back");
+    bytemuck::cast_slice::<u8, f32>(&bytes[..bytes.len() / 4 * 4]).to_vec()
 }
 
 /// A u32 STORAGE buffer.
