@@ -3,7 +3,7 @@
 //! 4096]` embeddings: the same bytes), the roofline of that buffer (the identity shader and
 //! `copy_buffer_to_buffer`), and the one-token decode step against an empty dispatch.
 //!
-//! Shared by `examples/throughput/main.rs` and `benches/throughput.rs` (through `#[path]`),
+//! Shared by the two bench targets, `benches/throughput.rs` and `benches/criterion.rs`,
 //! so the two time the same work.
 
 use wgpu_posenc::Dims;
