@@ -23,6 +23,8 @@
 //! # Ok::<(), wgpu_posenc::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod angle;
 #[cfg(feature = "capture")]
 pub mod capture;
