@@ -86,12 +86,32 @@ pub enum Second {
     Source,
 }
 
+/// What a variant does, with the options that mean something for that kernel only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `shaders/rope.wgsl`: rotate.
+    Rope {
+        /// The role of the second tensor binding.
+        second: Second,
+        /// With a second tensor: both tensors are windows of one buffer bound once, as `x`
+        /// (WebGPU forbids two writable bindings of one buffer that overlap).
+        shared: bool,
+    },
+    /// `shaders/sinusoidal.wgsl`: write the table, or add it.
+    Sinusoidal {
+        /// Add the encoding to the data rather than writing the table.
+        add: bool,
+        /// Zero the row of the padding position.
+        pad: bool,
+    },
+}
+
 /// One compiled variant of a kernel: everything that changes the shader text or its
 /// override constants. Pipelines are cached per value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Specialization {
-    /// The kernel.
-    pub kernel: Kernel,
+    /// The kernel and its own options.
+    pub op: Op,
     /// Which elements pair up.
     pub pair_layout: PairLayout,
     /// Pairs per invocation.
@@ -102,15 +122,6 @@ pub struct Specialization {
     pub positions: PositionMode,
     /// Angles from a caller's cos/sin cache instead of the frequencies.
     pub from_cache: bool,
-    /// RoPE: the role of the second tensor binding.
-    pub second: Second,
-    /// Sinusoidal: add the encoding to the data rather than writing the table.
-    pub add: bool,
-    /// Sinusoidal: zero the row of the padding position.
-    pub pad: bool,
-    /// RoPE with a second tensor: both tensors are windows of one buffer bound once, as `x`
-    /// (WebGPU forbids two writable bindings of one buffer that overlap).
-    pub shared: bool,
 }
 
 impl Specialization {
@@ -118,16 +129,71 @@ impl Specialization {
     /// angles.
     pub fn new(kernel: Kernel, pair_layout: PairLayout, width: Width, dtype: Dtype) -> Self {
         Self {
-            kernel,
+            op: match kernel {
+                Kernel::Rope => Op::Rope {
+                    second: Second::None,
+                    shared: false,
+                },
+                Kernel::Sinusoidal => Op::Sinusoidal {
+                    add: false,
+                    pad: false,
+                },
+            },
             pair_layout,
             width,
             dtype,
             positions: PositionMode::Start,
             from_cache: false,
-            second: Second::None,
-            add: false,
-            pad: false,
-            shared: false,
+        }
+    }
+
+    /// The kernel.
+    pub fn kernel(&self) -> Kernel {
+        match self.op {
+            Op::Rope { .. } => Kernel::Rope,
+            Op::Sinusoidal { .. } => Kernel::Sinusoidal,
+        }
+    }
+
+    /// The role of the second tensor binding (none for the sinusoidal kernel).
+    pub fn second(&self) -> Second {
+        match self.op {
+            Op::Rope { second, .. } => second,
+            Op::Sinusoidal { .. } => Second::None,
+        }
+    }
+
+    /// Whether view B goes through binding `x` (RoPE only).
+    pub fn shared(&self) -> bool {
+        matches!(self.op, Op::Rope { shared: true, .. })
+    }
+
+    /// The same RoPE variant with another role for the second binding (and no sharing of
+    /// a binding without a second tensor).
+    pub fn with_second(self, second: Second) -> Self {
+        match self.op {
+            Op::Rope { shared, .. } => Self {
+                op: Op::Rope {
+                    second,
+                    shared: shared && second != Second::None,
+                },
+                ..self
+            },
+            Op::Sinusoidal { .. } => self,
+        }
+    }
+
+    /// The same RoPE variant with view B through binding `x` or its own.
+    pub fn with_shared(self, shared: bool) -> Self {
+        match self.op {
+            Op::Rope { second, .. } => Self {
+                op: Op::Rope {
+                    second,
+                    shared: shared && second != Second::None,
+                },
+                ..self
+            },
+            Op::Sinusoidal { .. } => self,
         }
     }
 
@@ -180,7 +246,7 @@ impl Specialization {
         for (suffix, binding) in [("", "1"), ("_2", "5")] {
             let second = !suffix.is_empty();
             let named = |text: &str| {
-                let text = if second && self.shared {
+                let text = if second && self.shared() {
                     text.lines()
                         .filter(|l| !l.starts_with("@group(0) @binding({B})"))
                         .map(|l| format!("{l}\n"))
@@ -188,7 +254,7 @@ impl Specialization {
                 } else {
                     text.to_string()
                 };
-                text.replace("x{S}", if second && !self.shared { "x2" } else { "x" })
+                text.replace("x{S}", if second && !self.shared() { "x2" } else { "x" })
                     .replace("{S}", suffix)
                     .replace("{B}", binding)
             };
@@ -202,7 +268,7 @@ impl Specialization {
         out.push('\n');
         out.push_str(include_str!("../../shaders/trig.wgsl"));
         out.push('\n');
-        out.push_str(match self.kernel {
+        out.push_str(match self.kernel() {
             Kernel::Rope => include_str!("../../shaders/rope.wgsl"),
             Kernel::Sinusoidal => include_str!("../../shaders/sinusoidal.wgsl"),
         });
@@ -223,18 +289,18 @@ impl Specialization {
             ),
             ("FROM_CACHE", flag(self.from_cache)),
         ];
-        match self.kernel {
-            Kernel::Rope => constants.push((
+        match self.op {
+            Op::Rope { second, .. } => constants.push((
                 "SECOND",
-                match self.second {
+                match second {
                     Second::None => 0.0,
                     Second::InPlace => 1.0,
                     Second::Source => 2.0,
                 },
             )),
-            Kernel::Sinusoidal => {
-                constants.push(("ADD", flag(self.add)));
-                constants.push(("PAD", flag(self.pad)));
+            Op::Sinusoidal { add, pad } => {
+                constants.push(("ADD", flag(add)));
+                constants.push(("PAD", flag(pad)));
             }
         }
         constants
@@ -266,29 +332,18 @@ impl Specialization {
                         });
                         match kernel {
                             Kernel::Rope => {
-                                all.push(Specialization {
-                                    second: Second::InPlace,
-                                    ..plain
-                                });
-                                all.push(Specialization {
-                                    second: Second::Source,
-                                    ..plain
-                                });
                                 for second in [Second::InPlace, Second::Source] {
-                                    all.push(Specialization {
-                                        second,
-                                        shared: true,
-                                        ..plain
-                                    });
+                                    all.push(plain.with_second(second));
+                                    all.push(plain.with_second(second).with_shared(true));
                                 }
                             }
                             Kernel::Sinusoidal => {
-                                all.push(Specialization { add: true, ..plain });
-                                all.push(Specialization {
-                                    pad: true,
-                                    add: true,
-                                    ..plain
-                                });
+                                for (add, pad) in [(true, false), (true, true)] {
+                                    all.push(Specialization {
+                                        op: Op::Sinusoidal { add, pad },
+                                        ..plain
+                                    });
+                                }
                             }
                         }
                     }

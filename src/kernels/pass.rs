@@ -130,7 +130,7 @@ impl Passes {
         let elem = pass.spec.dtype.size();
         let [b, h, s, d] = pass.a.layout.shape;
         // Out of place, the tail is copied: rows are touched to their end.
-        let row_len = if pass.spec.second == Second::Source {
+        let row_len = if pass.spec.second() == Second::Source {
             d
         } else {
             2 * pass.pairs
@@ -167,7 +167,7 @@ impl Passes {
         PlanInput {
             extents: [b, h, s],
             views,
-            split_heads: pass.spec.second != Second::InPlace,
+            split_heads: pass.spec.second() != Second::InPlace,
             ids,
             cap_ids: (self.max_binding.saturating_sub(self.storage_align + 16) / 4)
                 .min(u32::MAX as u64),
@@ -277,8 +277,8 @@ impl Passes {
         input: &PlanInput,
         blocks: &[Block],
     ) -> (Vec<(Block, Option<Block>)>, Specialization) {
-        let pair_heads = pass.spec.kernel == Kernel::Rope
-            && pass.spec.second == Second::None
+        let pair_heads = pass.spec.kernel() == Kernel::Rope
+            && pass.spec.second() == Second::None
             && blocks.len() > 1
             && blocks.iter().all(|b| b.extent[1] <= PAIR_HEADS_UP_TO)
             && blocks.iter().any(|b| b.extent[1] < pass.a.layout.shape[1]);
@@ -296,10 +296,7 @@ impl Passes {
                 _ => vec![(blk, partner)],
             })
             .collect();
-        let spec = Specialization {
-            second: Second::InPlace,
-            ..pass.spec
-        };
+        let spec = pass.spec.with_second(Second::InPlace);
         (units, spec)
     }
 
@@ -321,13 +318,13 @@ impl Passes {
         // Tokens per invocation: the sinusoidal kernels step the angle from token to token
         // with contiguous positions (see `shaders/sinusoidal.wgsl`); RoPE shares it across
         // heads instead.
-        let tokens = match (pass.spec.kernel, pass.positions) {
+        let tokens = match (pass.spec.kernel(), pass.positions) {
             (Kernel::Sinusoidal, PassPositions::Start(_)) => {
                 sinusoidal_tokens(pass.a.layout.shape[0] * s * groups)
             }
             _ => 1,
         };
-        let tail = if pass.spec.second == Second::Source {
+        let tail = if pass.spec.second() == Second::Source {
             d - 2 * pass.pairs
         } else {
             0
@@ -375,7 +372,7 @@ impl Passes {
             windows,
             ids,
             grid,
-            spec: Specialization { shared, ..spec },
+            spec: spec.with_shared(shared),
             workgroups,
             blocks: 1 + u32::from(partner.is_some()),
         }

@@ -234,14 +234,14 @@ impl Rope {
             spec: Specialization {
                 positions: positions.mode(),
                 from_cache: cache.is_some(),
-                second,
                 ..Specialization::new(
                     Kernel::Rope,
                     self.spec.pair_layout,
                     width_for(&layouts, self.rotary_dim),
                     call.tensor.dtype,
                 )
-            },
+            }
+            .with_second(second),
             a: view(a),
             b: b.map(view),
             pairs: self.rotary_dim / 2,
@@ -358,16 +358,13 @@ impl Passes {
         encoder: &mut wgpu::CommandEncoder,
         pass: PairPass<'_>,
     ) -> Result<EncodeReport> {
-        if pass.spec.second != Second::InPlace {
+        if pass.spec.second() != Second::InPlace {
             return self.encode_pass(encoder, &pass);
         }
         let alone = |view| PairPass {
             a: view,
             b: None,
-            spec: Specialization {
-                second: Second::None,
-                ..pass.spec
-            },
+            spec: pass.spec.with_second(Second::None),
             ..pass.clone()
         };
         let (q, k) = (alone(pass.a), alone(pass.b.expect("K")));

@@ -3,7 +3,7 @@
 use super::pass::{EncodeReport, PairPass, PassPositions, PassView};
 use super::passes::Passes;
 use super::rope::{check_contiguous_positions, resolve_positions, width_for};
-use super::{Kernel, Specialization};
+use super::{Kernel, Op, Specialization};
 use crate::error::{Error, Result};
 use crate::spec::SinusoidalSpec;
 use crate::tensor::{Positions, TensorView};
@@ -85,8 +85,10 @@ impl Passes {
         let pass = PairPass {
             spec: Specialization {
                 positions: positions.mode(),
-                add: add.is_some(),
-                pad: spec.padding_idx.is_some(),
+                op: Op::Sinusoidal {
+                    add: add.is_some(),
+                    pad: spec.padding_idx.is_some(),
+                },
                 ..Specialization::new(
                     Kernel::Sinusoidal,
                     spec.pair_layout(),
