@@ -1,6 +1,7 @@
 //! What one pair pass is given: its views, positions, cos/sin cache and frequencies,
 //! resolved and validated from a call (`kernels::rope`, `kernels::sinusoidal`).
 
+use super::plan::IdsSpan;
 use super::{PositionMode, Specialization};
 use crate::dd::Dd;
 use crate::tensor::Layout;
@@ -27,6 +28,20 @@ pub(crate) enum PassPositions<'a> {
 }
 
 impl PassPositions<'_> {
+    /// Which ids a block of a `[batch, _, seq, _]` view reads, for the planner.
+    pub fn ids_span(&self, batch: u64, seq: u64) -> IdsSpan {
+        match self {
+            PassPositions::Start(_) => IdsSpan::None,
+            PassPositions::BatchStarts(_) => IdsSpan::PerBatch,
+            PassPositions::Ids(_) => IdsSpan::PerToken { seq },
+            PassPositions::Varlen { num_seqs, .. } => IdsSpan::Whole(u64::from(*num_seqs) + 1),
+            PassPositions::Axes(_) => IdsSpan::Axes {
+                seq,
+                axis_stride: batch * seq,
+            },
+        }
+    }
+
     pub fn mode(&self) -> PositionMode {
         match self {
             PassPositions::Start(_) => PositionMode::Start,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::bind::{self, Access, Entry, Rules, overlap};
 use super::cache::{BindCache, BindKey, BoundGroup, FrequencyMemo, Slot};
 use super::passes::Passes;
-use super::plan::{Block, IdsSpan, Params, PlanInput, ViewSpan};
+use super::plan::{Block, Params, PlanInput, ViewSpan};
 use super::{Kernel, Second, Specialization, WORKGROUP, Width};
 use crate::dd::Dd;
 use crate::error::{Error, Result};
@@ -154,16 +154,7 @@ impl Passes {
         };
         let mut views = vec![view(&pass.a)];
         views.extend(pass.b.as_ref().map(view));
-        let ids = match pass.positions {
-            PassPositions::Start(_) => IdsSpan::None,
-            PassPositions::BatchStarts(_) => IdsSpan::PerBatch,
-            PassPositions::Ids(_) => IdsSpan::PerToken { seq: s },
-            PassPositions::Varlen { num_seqs, .. } => IdsSpan::Whole(u64::from(num_seqs) + 1),
-            PassPositions::Axes(_) => IdsSpan::Axes {
-                seq: s,
-                axis_stride: b * s,
-            },
-        };
+        let ids = pass.positions.ids_span(b, s);
         PlanInput {
             extents: [b, h, s],
             views,
