@@ -2,9 +2,9 @@
 //! (about 106 bits), for the frequencies whose rounding to f64 would show in the angle.
 //!
 //! At position 2^32 an angle `p * f` inherits `p` times the error of `f`: rounding
-//! `f = base^(-2j/r)` to f64 alone moves it by up to 2.4e-7 rad, more than the angle
+//! `f = base^(-2j/r)` to f64 alone moves it by up to 2.1e-7 rad, more than the angle
 //! contract allows. In double-double the frequency is exact to ~1e-32 relative, so the
-//! 64-bit fixed-point revolutions (`crate::angle`) are the real-number ones.
+//! 64-bit fixed-point revolutions the kernels reduce are the real-number ones.
 //!
 //! The algorithms are the classic error-free transformations (Dekker, Knuth) and the QD
 //! library's shapes for exp and log (Hida, Li, Bailey): exp by argument reduction, Taylor
