@@ -85,6 +85,13 @@ override POS_MODE: u32 = 0u;
 override HAS_OFFSETS: bool = false;
 // Angles from the cos/sin cache instead of the frequencies.
 override FROM_CACHE: bool = false;
+// RoPE: view B lies in view A's buffer, which is bound once, as `x` (WebGPU forbids two
+// writable bindings of one buffer that overlap).
+override SHARED: bool = false;
+
+// The first argument of every element access: which view it reads or writes.
+const VIEW_A: u32 = 0u;
+const VIEW_B: u32 = 1u;
 
 const WORKGROUP: u32 = 64u;
 

@@ -25,14 +25,14 @@ fn copy_tail(e: u32, e2: u32, k: u32) {
     let lo = r + k * params.tail_chunk;
     let hi = min(lo + params.tail_chunk, r + params.tail);
     for (var i = lo; i < hi; i++) {
-        st1(e + i, ld1_2(e2 + i));
+        st1(VIEW_A, e + i, ld1(VIEW_B, e2 + i));
     }
 }
 
 // Out of place: rotate pair group g of the source row at e2 into the destination row at e.
 fn rotate_into(e: u32, e2: u32, g: u32, r: Rotation) {
-    let p = load_pairs_2(e2, g);
-    store_pairs(e, g, Pairs(p.a * r.c - p.b * r.s, p.a * r.s + p.b * r.c));
+    let p = load_pairs(VIEW_B, e2, g);
+    store_pairs(VIEW_A, e, g, Pairs(p.a * r.c - p.b * r.s, p.a * r.s + p.b * r.c));
 }
 
 @compute @workgroup_size(64)
@@ -62,18 +62,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             copy_tail(e, e2, w.g);
             e2 += params.stride2_h;
         } else {
-            rotate_pairs(e, g0, r0.c, r0.s);
+            rotate_pairs(VIEW_A, e, g0, r0.c, r0.s);
             if two {
-                rotate_pairs(e, g0 + 1u, r1.c, r1.s);
+                rotate_pairs(VIEW_A, e, g0 + 1u, r1.c, r1.s);
             }
         }
         e += params.stride_h;
     }
     if SECOND == 1u {
         for (var h = 0u; h < params.n_h2; h++) {
-            rotate_pairs_2(e2, g0, r0.c, r0.s);
+            rotate_pairs(VIEW_B, e2, g0, r0.c, r0.s);
             if two {
-                rotate_pairs_2(e2, g0 + 1u, r1.c, r1.s);
+                rotate_pairs(VIEW_B, e2, g0 + 1u, r1.c, r1.s);
             }
             e2 += params.stride2_h;
         }

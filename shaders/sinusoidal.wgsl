@@ -23,9 +23,9 @@ fn apply(e0: u32, g: u32, p: UV, sc: SinCos) {
     var e = e0;
     for (var h = 0u; h < params.n_h; h++) {
         if ADD {
-            add_pairs(e, g, params.scale, pe);
+            add_pairs(VIEW_A, e, g, params.scale, pe);
         } else {
-            store_pairs(e, g, pe);
+            store_pairs(VIEW_A, e, g, pe);
         }
         e += params.stride_h;
     }

@@ -167,3 +167,45 @@ fn no_builtin_sine_or_cosine_anywhere() {
         }
     }
 }
+
+/// Every `fn NAME(` in the files under `shaders/`.
+fn defined_in_files() -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut dirs = vec![std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/shaders"
+    ))];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("shaders/") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "wgsl") {
+                let text = std::fs::read_to_string(&path).expect("wgsl");
+                for rest in text.split("fn ").skip(1) {
+                    if let Some(name) = rest.split('(').next() {
+                        names.insert(name.trim().to_string());
+                    }
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_function_of_every_variant_is_defined_by_name_in_a_shader_file() {
+    // The assembled source is only files joined: no function is made by text substitution,
+    // so reading a kernel means reading files, and grep finds every function it calls.
+    let defined = defined_in_files();
+    for spec in Specialization::all() {
+        let module = naga::front::wgsl::parse_str(&spec.source()).expect("wgsl");
+        for (_, f) in module.functions.iter() {
+            let name = f.name.as_deref().unwrap_or("");
+            assert!(
+                defined.contains(name),
+                "{spec:?}: function {name} is not defined by that name under shaders/"
+            );
+        }
+    }
+}

@@ -1,18 +1,36 @@
 // f32 storage, accessed as vec4: ld4/st4 take an element index that is a multiple of 4.
-@group(0) @binding({B}) var<storage, read_write> x{S}: array<vec4<f32>>;
+// View A is binding 1 (`x`), view B binding 5 (`x2`): K in place, or the source out of
+// place. With SHARED both views are windows of one buffer bound once, as `x`. Every access
+// names its view; `v` is a constant at each call, so the branch folds away.
+@group(0) @binding(1) var<storage, read_write> x: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> x2: array<vec4<f32>>;
 
-fn ld4{S}(e: u32) -> vec4<f32> {
-    return x{S}[e >> 2u];
+fn ld4(v: u32, e: u32) -> vec4<f32> {
+    if v == VIEW_A || SHARED {
+        return x[e >> 2u];
+    }
+    return x2[e >> 2u];
 }
 
-fn st4{S}(e: u32, v: vec4<f32>) {
-    x{S}[e >> 2u] = v;
+fn st4(v: u32, e: u32, val: vec4<f32>) {
+    if v == VIEW_A || SHARED {
+        x[e >> 2u] = val;
+    } else {
+        x2[e >> 2u] = val;
+    }
 }
 
-fn ld1{S}(e: u32) -> f32 {
-    return x{S}[e >> 2u][e & 3u];
+fn ld1(v: u32, e: u32) -> f32 {
+    if v == VIEW_A || SHARED {
+        return x[e >> 2u][e & 3u];
+    }
+    return x2[e >> 2u][e & 3u];
 }
 
-fn st1{S}(e: u32, v: f32) {
-    x{S}[e >> 2u][e & 3u] = v;
+fn st1(v: u32, e: u32, val: f32) {
+    if v == VIEW_A || SHARED {
+        x[e >> 2u][e & 3u] = val;
+    } else {
+        x2[e >> 2u][e & 3u] = val;
+    }
 }

@@ -1,9 +1,9 @@
 // Interleaved pairs (2j, 2j + 1), one pair per invocation: group g is elements 2g and 2g + 1.
-fn load_pairs{S}(e0: u32, g: u32) -> Pairs {
-    return Pairs(ld1{S}(e0 + 2u * g), ld1{S}(e0 + 2u * g + 1u));
+fn load_pairs(v: u32, e0: u32, g: u32) -> Pairs {
+    return Pairs(ld1(v, e0 + 2u * g), ld1(v, e0 + 2u * g + 1u));
 }
 
-fn store_pairs{S}(e0: u32, g: u32, p: Pairs) {
-    st1{S}(e0 + 2u * g, p.a);
-    st1{S}(e0 + 2u * g + 1u, p.b);
+fn store_pairs(v: u32, e0: u32, g: u32, p: Pairs) {
+    st1(v, e0 + 2u * g, p.a);
+    st1(v, e0 + 2u * g + 1u, p.b);
 }

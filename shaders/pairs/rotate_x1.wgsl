@@ -2,13 +2,13 @@
 // store_pairs.
 
 // Rotates the pair of group g by (c, s): (a, b) -> (a c - b s, a s + b c).
-fn rotate_pairs{S}(e0: u32, g: u32, c: FV, s: FV) {
-    let p = load_pairs{S}(e0, g);
-    store_pairs{S}(e0, g, Pairs(p.a * c - p.b * s, p.a * s + p.b * c));
+fn rotate_pairs(v: u32, e0: u32, g: u32, c: FV, s: FV) {
+    let p = load_pairs(v, e0, g);
+    store_pairs(v, e0, g, Pairs(p.a * c - p.b * s, p.a * s + p.b * c));
 }
 
 // x = x * scale + v for the pair of group g.
-fn add_pairs{S}(e0: u32, g: u32, scale: f32, v: Pairs) {
-    let p = load_pairs{S}(e0, g);
-    store_pairs{S}(e0, g, Pairs(p.a * scale + v.a, p.b * scale + v.b));
+fn add_pairs(v: u32, e0: u32, g: u32, scale: f32, pe: Pairs) {
+    let p = load_pairs(v, e0, g);
+    store_pairs(v, e0, g, Pairs(p.a * scale + pe.a, p.b * scale + pe.b));
 }

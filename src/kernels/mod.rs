@@ -239,29 +239,11 @@ impl Specialization {
                 include_str!("../../shaders/pairs/halfsplit_x4.wgsl")
             }
         };
-        // The element access and pair snippets exist once per tensor binding: `x` (binding
-        // 1, no suffix) and `x2` (binding 5, suffix `_2`).
-        // With `shared`, the `_2` functions reach view B through `x` and binding 5 is not
-        // declared.
-        for (suffix, binding) in [("", "1"), ("_2", "5")] {
-            let second = !suffix.is_empty();
-            let named = |text: &str| {
-                let text = if second && self.shared() {
-                    text.lines()
-                        .filter(|l| !l.starts_with("@group(0) @binding({B})"))
-                        .map(|l| format!("{l}\n"))
-                        .collect()
-                } else {
-                    text.to_string()
-                };
-                text.replace("x{S}", if second && !self.shared() { "x2" } else { "x" })
-                    .replace("{S}", suffix)
-                    .replace("{B}", binding)
-            };
+        // Element access and pairs take the view (A, or B: K or the source) as their first
+        // argument; SHARED sends view B through `x`.
+        for snippet in [dtype, pairs] {
             out.push('\n');
-            out.push_str(&named(dtype));
-            out.push('\n');
-            out.push_str(&named(pairs));
+            out.push_str(snippet);
         }
         out.push('\n');
         out.push_str(include_str!("../../shaders/common.wgsl"));
@@ -288,6 +270,7 @@ impl Specialization {
                 )),
             ),
             ("FROM_CACHE", flag(self.from_cache)),
+            ("SHARED", flag(self.shared())),
         ];
         match self.op {
             Op::Rope { second, .. } => constants.push((
