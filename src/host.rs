@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::passes::Passes;
-use crate::kernels::rope::check_contiguous_positions;
+use crate::kernels::rope::{RopeCall, check_contiguous_positions};
 use crate::spec::{RopeSpec, SinusoidalSpec};
 use crate::tensor::{ArrayView, HostPositions, Layout, Positions, TensorView};
 
@@ -31,8 +31,8 @@ impl Passes {
         let uploaded = self.upload_positions(&positions)?;
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
             let positions = uploaded.positions(&positions);
-            ctx.encode_rope(encoder, &spec, &TensorView::new(buffer, layout), positions)
-                .map(drop)
+            let call = RopeCall::new(TensorView::new(buffer, layout), positions);
+            ctx.encode_rope_call(encoder, &spec, &call).map(drop)
         })
     }
 

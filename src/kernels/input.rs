@@ -84,8 +84,8 @@ pub(crate) struct PairPass<'a> {
     /// Pairs cover elements `[0, 2 * pairs)` of each row.
     pub pairs: u64,
     /// Angular frequency of each pair, radians per position, and its M-RoPE axis.
-    pub inv_freq: Vec<Dd>,
-    pub axes: Vec<u32>,
+    pub inv_freq: &'a [Dd],
+    pub axes: &'a [u32],
     pub positions: PassPositions<'a>,
     pub cache: Option<PassCache<'a>>,
     /// Sinusoidal: the position whose row is zero.

@@ -194,7 +194,7 @@ impl Passes {
             .map(|(blk, partner)| self.dispatch(pass, &input, &whole, spec, blk, partner.as_ref()))
             .collect();
         let freq =
-            self.packed_frequencies(&pass.inv_freq, &pass.axes, pass.spec.width.pairs() as usize)?;
+            self.packed_frequencies(pass.inv_freq, pass.axes, pass.spec.width.pairs() as usize)?;
         let bind_groups = self.cached_bind_groups(&dispatches, &whole, freq, blocks.len())?;
         let pipelines: Vec<wgpu::ComputePipeline> = dispatches
             .iter()

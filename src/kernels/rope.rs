@@ -116,21 +116,6 @@ impl Passes {
         Ok(rope)
     }
 
-    /// Records RoPE in place over `tensor` into `encoder` (nothing is submitted).
-    ///
-    /// Every pair of the first `r` elements of each `(batch, head, token)` row is rotated by
-    /// `position * f_j`; elements `[r, head_dim)` and everything outside the view are left
-    /// as they are.
-    pub(crate) fn encode_rope(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        spec: &RopeSpec,
-        tensor: &TensorView<'_>,
-        positions: Positions<'_>,
-    ) -> Result<EncodeReport> {
-        self.encode_rope_call(encoder, spec, &RopeCall::new(*tensor, positions))
-    }
-
     /// Records the RoPE call `call` (see [`RopeCall`] for its options).
     pub(crate) fn encode_rope_call(
         &self,
@@ -145,7 +130,8 @@ impl Passes {
             // Nothing to rotate: a no-op that allocates nothing sized by the shape.
             return Ok(EncodeReport::default());
         }
-        self.rope(spec, head_dim)?.encode_call(encoder, call)
+        self.rope(spec, head_dim)?
+            .encode_checked(encoder, call, &views)
     }
 }
 
@@ -195,6 +181,16 @@ impl Rope {
             // Nothing to rotate: a no-op that allocates nothing sized by the shape.
             return Ok(EncodeReport::default());
         }
+        self.encode_checked(encoder, call, &views)
+    }
+
+    /// Encodes a call whose views `check_call` accepted (not all empty).
+    fn encode_checked(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        call: &RopeCall<'_>,
+        views: &[&TensorView<'_>],
+    ) -> Result<EncodeReport> {
         let layout = call.tensor.layout;
         let (positions, seq_len) =
             resolve_positions(call.positions, &layout, self.spec.mrope.is_some())?;
@@ -207,11 +203,18 @@ impl Rope {
             }
             None => None,
         };
+        let by_len;
         let angles = match (&self.fixed, self.spec.scaling_seq_len.or(seq_len)) {
-            (Some(fixed), _) => fixed.clone(),
-            (None, Some(n)) => self.angles_for(n)?,
+            (Some(fixed), _) => fixed,
+            (None, Some(n)) => {
+                by_len = self.angles_for(n)?;
+                &by_len
+            }
             // A cache replaces the angles: no length needed.
-            (None, None) if cache.is_some() => self.angles_for(0)?,
+            (None, None) if cache.is_some() => {
+                by_len = self.angles_for(0)?;
+                &by_len
+            }
             (None, None) => {
                 return Err(Error::ScalingSeqLenNeeded {
                     scaling: self.spec.scaling.name(),
@@ -245,8 +248,8 @@ impl Rope {
             a: view(a),
             b: b.map(view),
             pairs: self.rotary_dim / 2,
-            inv_freq: angles.inv_freq,
-            axes: self.axes.clone(),
+            inv_freq: &angles.inv_freq,
+            axes: &self.axes,
             positions,
             // A cache holds the final cos and sin, the attention factor included, as HF's
             // rotary modules and vLLM's cos_sin_cache build them.

@@ -82,6 +82,8 @@ impl Passes {
             .into_iter()
             .map(|f| (f.hi, f.lo))
             .unzip();
+        let inv_freq = super::rope::check_frequencies(&hi, &lo)?;
+        let axes = vec![0; pairs as usize];
         let pass = PairPass {
             spec: Specialization {
                 positions: positions.mode(),
@@ -102,8 +104,8 @@ impl Passes {
             },
             b: None,
             pairs,
-            inv_freq: super::rope::check_frequencies(&hi, &lo)?,
-            axes: vec![0; pairs as usize],
+            inv_freq: &inv_freq,
+            axes: &axes,
             positions,
             cache: None,
             pad_pos: spec.padding_idx,
