@@ -5,8 +5,9 @@ use crate::error::{Error, Result};
 use crate::kernels::pass::EncodeReport;
 use crate::kernels::passes::{CacheUsage, Passes};
 use crate::kernels::rope::{Rope, RopeCall};
+use crate::positions::{HostPositions, Positions};
 use crate::spec::{RopeSpec, SinusoidalSpec};
-use crate::tensor::{HostPositions, Layout, Positions, TensorView};
+use crate::tensor::{ArrayView, Layout, TensorView};
 
 /// The entry point: holds a device and queue (the caller's, or one it picked), and compiles
 /// each kernel specialization once.
@@ -176,7 +177,7 @@ impl PosEnc {
         encoder: &mut wgpu::CommandEncoder,
         spec: &RopeSpec,
         tensor: &TensorView<'_>,
-        positions: Positions<'_>,
+        positions: Positions<ArrayView<'_>>,
     ) -> Result<EncodeReport> {
         self.encode_rope_call(encoder, spec, &RopeCall::new(*tensor, positions))
     }
@@ -189,7 +190,7 @@ impl PosEnc {
         spec: &RopeSpec,
         q: &TensorView<'_>,
         k: &TensorView<'_>,
-        positions: Positions<'_>,
+        positions: Positions<ArrayView<'_>>,
     ) -> Result<EncodeReport> {
         self.encode_rope_call(encoder, spec, &RopeCall::new(*q, positions).with_k(*k))
     }
@@ -241,7 +242,7 @@ impl PosEnc {
         encoder: &mut wgpu::CommandEncoder,
         spec: &SinusoidalSpec,
         x: &TensorView<'_>,
-        positions: Positions<'_>,
+        positions: Positions<ArrayView<'_>>,
         scale: f32,
     ) -> Result<EncodeReport> {
         self.passes

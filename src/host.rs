@@ -3,14 +3,9 @@
 use crate::error::{Error, Result};
 use crate::kernels::passes::Passes;
 use crate::kernels::rope::{RopeCall, check_contiguous_positions};
+use crate::positions::{HostPositions, Positions};
 use crate::spec::{RopeSpec, SinusoidalSpec};
-use crate::tensor::{ArrayView, HostPositions, Layout, Positions, TensorView};
-
-/// Host positions uploaded to GPU buffers.
-struct Uploaded {
-    first: Option<wgpu::Buffer>,
-    second: Option<wgpu::Buffer>,
-}
+use crate::tensor::{ArrayView, Layout, TensorView};
 
 impl Passes {
     /// RoPE in place over `data`, laid out as `layout` says (f32). Blocks until done.
@@ -30,7 +25,7 @@ impl Passes {
         }
         let uploaded = self.upload_positions(&positions)?;
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
-            let positions = uploaded.positions(&positions);
+            let positions = uploaded.as_ref().map(ArrayView::new);
             let call = RopeCall::new(TensorView::new(buffer, layout), positions);
             ctx.encode_rope_call(encoder, &spec, &call).map(drop)
         })
@@ -76,7 +71,7 @@ impl Passes {
         check_host_positions(&positions, &layout)?;
         let uploaded = self.upload_positions(&positions)?;
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
-            let positions = uploaded.positions(&positions);
+            let positions = uploaded.as_ref().map(ArrayView::new);
             let view = TensorView::new(buffer, layout);
             ctx.encode_sinusoidal_add(encoder, spec, &view, positions, scale)
                 .map(drop)
@@ -84,30 +79,8 @@ impl Passes {
     }
 
     /// Uploads the arrays of host positions (their lengths were checked on the host).
-    fn upload_positions(&self, positions: &HostPositions<'_>) -> Result<Uploaded> {
-        let up = |data: &[u32]| self.upload(data, "wgpu-posenc positions").map(Some);
-        Ok(match *positions {
-            HostPositions::Start(_) => Uploaded {
-                first: None,
-                second: None,
-            },
-            HostPositions::BatchStarts(v) | HostPositions::Ids(v) | HostPositions::Axes(v) => {
-                Uploaded {
-                    first: up(v)?,
-                    second: None,
-                }
-            }
-            HostPositions::Varlen {
-                cu_seqlens,
-                offsets,
-            } => Uploaded {
-                first: up(cu_seqlens)?,
-                second: match offsets {
-                    Some(o) => up(o)?,
-                    None => None,
-                },
-            },
-        })
+    fn upload_positions(&self, positions: &HostPositions<'_>) -> Result<Positions<wgpu::Buffer>> {
+        positions.try_map(0, 0, |v, _| self.upload(v, "wgpu-posenc positions"))
     }
 
     fn upload(&self, data: &[u32], label: &'static str) -> Result<wgpu::Buffer> {
@@ -225,24 +198,6 @@ impl Passes {
     }
 }
 
-impl Uploaded {
-    /// The GPU form of `host`, whose arrays this holds.
-    fn positions<'a>(&'a self, host: &HostPositions<'_>) -> Positions<'a> {
-        let first = || ArrayView::new(self.first.as_ref().expect("uploaded"));
-        match *host {
-            HostPositions::Start(start) => Positions::Start(start),
-            HostPositions::BatchStarts(_) => Positions::BatchStarts(first()),
-            HostPositions::Ids(_) => Positions::Ids(first()),
-            HostPositions::Axes(_) => Positions::Axes(first()),
-            HostPositions::Varlen { cu_seqlens, .. } => Positions::Varlen {
-                cu_seqlens: first(),
-                num_seqs: cu_seqlens.len().saturating_sub(1) as u32,
-                offsets: self.second.as_ref().map(ArrayView::new),
-            },
-        }
-    }
-}
-
 /// What the GPU cannot check about positions it reads, checked on the host: per-row starts
 /// and varlen offsets that would run past `u32::MAX`, and `cu_seqlens` that are not
 /// non-decreasing from 0 to the token count. (Array lengths are checked by the encode call.)
@@ -264,8 +219,11 @@ fn check_host_positions(positions: &HostPositions<'_>, layout: &Layout) -> Resul
         }
         HostPositions::Varlen {
             cu_seqlens,
+            num_seqs,
             offsets,
         } => {
+            // check_lengths saw num_seqs + 1 values.
+            let cu_seqlens = &cu_seqlens[..=num_seqs as usize];
             let ordered = cu_seqlens.first() == Some(&0)
                 && cu_seqlens.windows(2).all(|w| w[0] <= w[1])
                 && cu_seqlens.last().map(|&l| u64::from(l)) == Some(seq);

@@ -41,6 +41,7 @@ mod host;
 pub mod kernels;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod kernels;
+mod positions;
 pub mod reference;
 #[cfg(feature = "roofline")]
 pub mod roofline;
@@ -55,5 +56,6 @@ pub use hf::{HfRope, LayerRope};
 pub use kernels::pass::EncodeReport;
 pub use kernels::passes::CacheUsage;
 pub use kernels::rope::{Rope, RopeCall};
+pub use positions::{HostPositions, Positions};
 pub use spec::{Dtype, MRope, PairLayout, RopeSpec, SinusoidalLayout, SinusoidalSpec, Timescales};
-pub use tensor::{ArrayView, CosSinCache, Dims, HostPositions, Layout, Positions, TensorView};
+pub use tensor::{ArrayView, CosSinCache, Dims, Layout, TensorView};

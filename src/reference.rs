@@ -7,8 +7,9 @@
 
 use crate::error::Result;
 use crate::frequencies::Scaling;
+use crate::positions::HostPositions;
 use crate::spec::{PairLayout, RopeSpec, SinusoidalSpec};
-use crate::tensor::{HostPositions, Layout};
+use crate::tensor::Layout;
 
 /// 2 pi as the sum of three f64 (the last one far below anything that matters here).
 const TWO_PI_HI: f64 = std::f64::consts::TAU;

@@ -243,43 +243,6 @@ fn to_bf16(x: &[f32]) -> Vec<u16> {
     x.iter().map(|&v| bf16::from_f32(v).to_bits()).collect()
 }
 
-/// GPU buffers of host positions, and the positions over them.
-struct GpuPositions {
-    first: Option<wgpu::Buffer>,
-    second: Option<wgpu::Buffer>,
-}
-
-impl GpuPositions {
-    fn new(rec: &Recorder, host: &HostPositions<'_>) -> Self {
-        let (first, second) = match *host {
-            HostPositions::Start(_) => (None, None),
-            HostPositions::BatchStarts(v) | HostPositions::Ids(v) | HostPositions::Axes(v) => {
-                (Some(rec.u32(v)), None)
-            }
-            HostPositions::Varlen {
-                cu_seqlens,
-                offsets,
-            } => (Some(rec.u32(cu_seqlens)), offsets.map(|o| rec.u32(o))),
-        };
-        Self { first, second }
-    }
-
-    fn positions(&self, host: &HostPositions<'_>) -> Positions<'_> {
-        let first = || ArrayView::new(self.first.as_ref().expect("uploaded"));
-        match *host {
-            HostPositions::Start(p) => Positions::Start(p),
-            HostPositions::BatchStarts(_) => Positions::BatchStarts(first()),
-            HostPositions::Ids(_) => Positions::Ids(first()),
-            HostPositions::Axes(_) => Positions::Axes(first()),
-            HostPositions::Varlen { cu_seqlens, .. } => Positions::Varlen {
-                cu_seqlens: first(),
-                num_seqs: cu_seqlens.len() as u32 - 1,
-                offsets: self.second.as_ref().map(ArrayView::new),
-            },
-        }
-    }
-}
-
 /// RoPE in place over one tensor of `dtype` (F32 or BF16).
 fn rope(
     rec: &mut Recorder,
@@ -291,7 +254,7 @@ fn rope(
     rng: &mut Rng,
 ) {
     let input = guarded_input(rng, &layout, 11);
-    let gpu = GpuPositions::new(rec, &host);
+    let gpu = host.map(|v| rec.u32(v));
     let (buffer, check) = match dtype {
         Dtype::BF16 => {
             let data = to_bf16(&input);
@@ -313,7 +276,7 @@ fn rope(
         name,
         |ctx, encoder| {
             let view = TensorView::new(&buffer, layout).with_dtype(dtype);
-            ctx.encode_rope(encoder, spec, &view, gpu.positions(&host))
+            ctx.encode_rope(encoder, spec, &view, gpu.as_ref().map(ArrayView::new))
                 .map(drop)
         },
         vec![check],
@@ -377,7 +340,7 @@ fn rope_qk(rec: &mut Recorder, name: &str, packed: bool, dtype: Dtype, rng: &mut
         reference::rope(&spec, &k_layout, &mut e, host);
         e
     };
-    let gpu = GpuPositions::new(rec, &host);
+    let gpu = host.map(|v| rec.u32(v));
     let (q_buf, k_buf, checks) = if dtype == Dtype::BF16 {
         let q16 = to_bf16(&q_in);
         let k16 = to_bf16(&k_in);
@@ -410,7 +373,8 @@ fn rope_qk(rec: &mut Recorder, name: &str, packed: bool, dtype: Dtype, rng: &mut
         |ctx, encoder| {
             let q = TensorView::new(&q_buf, q_layout).with_dtype(dtype);
             let k = TensorView::new(k_buf.as_ref().unwrap_or(&q_buf), k_layout).with_dtype(dtype);
-            let report = ctx.encode_rope_qk(encoder, &spec, &q, &k, gpu.positions(&host))?;
+            let report =
+                ctx.encode_rope_qk(encoder, &spec, &q, &k, gpu.as_ref().map(ArrayView::new))?;
             assert_eq!(report.dispatches, 1, "{name}: Q and K in one dispatch");
             Ok(())
         },
@@ -488,7 +452,7 @@ fn rope_out_of_place(rec: &mut Recorder, name: &str, same_buffer: bool, rng: &mu
     );
 }
 
-fn host_start(host: &HostPositions<'_>) -> Positions<'static> {
+fn host_start(host: &HostPositions<'_>) -> Positions<ArrayView<'static>> {
     match *host {
         HostPositions::Start(p) => Positions::Start(p),
         _ => unreachable!("a start"),
@@ -619,7 +583,7 @@ fn sinusoidal(rec: &mut Recorder, rng: &mut Rng) {
     let host = HostPositions::Ids(&ids);
     for dtype in [Dtype::F32, Dtype::BF16] {
         let input = guarded_input(rng, &layout, 9);
-        let gpu = GpuPositions::new(rec, &host);
+        let gpu = host.map(|v| rec.u32(v));
         let (buffer, check) = if dtype == Dtype::BF16 {
             let data = to_bf16(&input);
             let mut expected = widen_bf16(&data);
@@ -638,8 +602,14 @@ fn sinusoidal(rec: &mut Recorder, rng: &mut Rng) {
             &format!("sinusoidal add, ids with padding, {dtype:?}"),
             |ctx, encoder| {
                 let view = TensorView::new(&buffer, layout).with_dtype(dtype);
-                ctx.encode_sinusoidal_add(encoder, &spec, &view, gpu.positions(&host), 8.0)
-                    .map(drop)
+                ctx.encode_sinusoidal_add(
+                    encoder,
+                    &spec,
+                    &view,
+                    gpu.as_ref().map(ArrayView::new),
+                    8.0,
+                )
+                .map(drop)
             },
             vec![check],
         );
@@ -710,10 +680,7 @@ fn recorded() -> &'static Recorder {
                     seq: 30,
                     head_dim: 32,
                 }),
-                HostPositions::Varlen {
-                    cu_seqlens: &cu,
-                    offsets: Some(&offsets),
-                },
+                HostPositions::varlen(&cu, Some(&offsets)),
             ),
             (
                 "rope varlen",
@@ -724,10 +691,7 @@ fn recorded() -> &'static Recorder {
                     seq: 30,
                     head_dim: 8,
                 }),
-                HostPositions::Varlen {
-                    cu_seqlens: &cu,
-                    offsets: None,
-                },
+                HostPositions::varlen(&cu, None),
             ),
             (
                 "rope M-RoPE sections (Qwen2-VL)",

@@ -22,7 +22,7 @@ fn storage(bytes: u64) -> wgpu::Buffer {
     buffer(bytes, wgpu::BufferUsages::STORAGE)
 }
 
-fn rope(spec: &RopeSpec, view: TensorView<'_>, positions: Positions<'_>) -> Error {
+fn rope(spec: &RopeSpec, view: TensorView<'_>, positions: Positions<ArrayView<'_>>) -> Error {
     let mut encoder = ctx().device().create_command_encoder(&Default::default());
     ctx()
         .encode_rope(&mut encoder, spec, &view, positions)
@@ -385,10 +385,7 @@ fn host_positions_the_gpu_cannot_check() {
                 &RopeSpec::new(),
                 varlen,
                 &mut data,
-                HostPositions::Varlen {
-                    cu_seqlens: cu,
-                    offsets: None,
-                },
+                HostPositions::varlen(cu, None),
             )
             .expect_err("bad cu_seqlens");
         assert!(matches!(e, Error::PositionsMismatch(_)), "{cu:?}: {e}");
@@ -398,13 +395,40 @@ fn host_positions_the_gpu_cannot_check() {
             &RopeSpec::new(),
             varlen,
             &mut data,
-            HostPositions::Varlen {
-                cu_seqlens: &[0, 4, 10],
-                offsets: Some(&[0, u32::MAX - 2]),
-            },
+            HostPositions::varlen(&[0, 4, 10], Some(&[0, u32::MAX - 2])),
         )
         .expect_err("offset overflow");
     assert!(matches!(e, Error::PositionOverflow { seq: 6, .. }), "{e}");
+    // A host Varlen whose count of sequences the slices cannot hold, and one whose count
+    // leaves a sequence out (its cu_seqlens then end before the view's tokens).
+    let three = HostPositions::Varlen {
+        cu_seqlens: &[0, 4, 10],
+        num_seqs: 3,
+        offsets: None,
+    };
+    let e = ctx()
+        .rope_host(&RopeSpec::new(), varlen, &mut data, three)
+        .expect_err("num_seqs past the slice");
+    assert!(
+        matches!(
+            e,
+            Error::PositionIdsTooShort {
+                what: "cu_seqlens",
+                needed: 4,
+                available: 3
+            }
+        ),
+        "{e}"
+    );
+    let one = HostPositions::Varlen {
+        cu_seqlens: &[0, 4, 10],
+        num_seqs: 1,
+        offsets: None,
+    };
+    let e = ctx()
+        .rope_host(&RopeSpec::new(), varlen, &mut data, one)
+        .expect_err("a sequence left out");
+    assert!(matches!(e, Error::PositionsMismatch(_)), "{e}");
 }
 
 #[test]

@@ -59,10 +59,7 @@ impl Pos {
             Pos::Start(p) => HostPositions::Start(*p),
             Pos::BatchStarts(v) => HostPositions::BatchStarts(v),
             Pos::Ids(v) => HostPositions::Ids(v),
-            Pos::Varlen(c, o) => HostPositions::Varlen {
-                cu_seqlens: c,
-                offsets: o.as_deref(),
-            },
+            Pos::Varlen(c, o) => HostPositions::varlen(c, o.as_deref()),
             Pos::Axes(v) => HostPositions::Axes(v),
         }
     }
@@ -310,37 +307,14 @@ fn check(before: &[f64], got: &[f64], expected: &[f64], dtype: Dtype) -> Result<
 }
 
 /// GPU buffers of a case's positions (an empty array is one word, viewed from its end).
-fn gpu_positions(p: &Pos) -> GpuArrays {
-    let up = |v: &[u32]| {
+fn gpu_positions(p: &Pos) -> Positions<(wgpu::Buffer, u64)> {
+    p.host().map(|v| {
         if v.is_empty() {
             (u32_buffer(&[0]), 4)
         } else {
             (u32_buffer(v), 0)
         }
-    };
-    match p {
-        Pos::Start(_) => (None, None),
-        Pos::BatchStarts(v) | Pos::Ids(v) | Pos::Axes(v) => (Some(up(v)), None),
-        Pos::Varlen(c, o) => (Some(up(c)), o.as_deref().map(up)),
-    }
-}
-
-type GpuArrays = (Option<(wgpu::Buffer, u64)>, Option<(wgpu::Buffer, u64)>);
-
-fn positions<'a>(p: &Pos, bufs: &'a GpuArrays) -> Positions<'a> {
-    let view = |a: &'a (wgpu::Buffer, u64)| ArrayView::at(&a.0, a.1);
-    let first = || view(bufs.0.as_ref().expect("uploaded"));
-    match p {
-        Pos::Start(s) => Positions::Start(*s),
-        Pos::BatchStarts(_) => Positions::BatchStarts(first()),
-        Pos::Ids(_) => Positions::Ids(first()),
-        Pos::Axes(_) => Positions::Axes(first()),
-        Pos::Varlen(c, _) => Positions::Varlen {
-            cu_seqlens: first(),
-            num_seqs: c.len().saturating_sub(1) as u32,
-            offsets: bufs.1.as_ref().map(view),
-        },
-    }
+    })
 }
 
 /// Runs one case; `Ok` when it returned an error or matched the reference.
@@ -424,7 +398,7 @@ fn run_case(case: &Case) -> Result<bool, String> {
             let x = buffer(&bytes);
             let view = TensorView::new(&x, layout).with_dtype(dtype);
             let pos_bufs = gpu_positions(&case.positions);
-            let pos = positions(&case.positions, &pos_bufs);
+            let pos = pos_bufs.as_ref().map(|(b, at)| ArrayView::at(b, *at));
             let mut encoder = ctx().device().create_command_encoder(&Default::default());
             // A second tensor (K, or the output) with its own guard.
             let second_layout = match case.entry {

@@ -200,14 +200,8 @@ fn public_helpers_are_total() {
         HostPositions::BatchStarts(&[]),
         HostPositions::Ids(&[1, 2]),
         HostPositions::Axes(&[1, 2, 3]),
-        HostPositions::Varlen {
-            cu_seqlens: &[],
-            offsets: None,
-        },
-        HostPositions::Varlen {
-            cu_seqlens: &[0, 3],
-            offsets: Some(&[]),
-        },
+        HostPositions::varlen(&[], None),
+        HostPositions::varlen(&[0, 3], Some(&[])),
     ] {
         assert_eq!(p.position(b, s, 1, 2, 2), None, "{p:?}");
         assert!(p.check_lengths(b, s).is_err(), "{p:?}");

@@ -134,10 +134,7 @@ fn varlen_sequences_and_per_row_starts() {
         for with_offsets in [false, true] {
             let x = guarded_input(&mut rng, &layout, 5);
             let mut gpu = x.clone();
-            let positions = HostPositions::Varlen {
-                cu_seqlens: &cu,
-                offsets: with_offsets.then_some(&offsets[..]),
-            };
+            let positions = HostPositions::varlen(&cu, with_offsets.then_some(&offsets[..]));
             ctx()
                 .rope_host(&spec, layout, &mut gpu, positions)
                 .expect("varlen");

@@ -4,6 +4,7 @@
 use super::plan::IdsSpan;
 use super::{PositionMode, Specialization};
 use crate::dd::Dd;
+use crate::positions::Positions;
 use crate::tensor::Layout;
 
 /// A u32 array resolved for a pass: its buffer and the index of its first value.
@@ -14,43 +15,33 @@ pub(crate) struct Words<'a> {
 }
 
 /// Where positions come from, resolved for the pass.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum PassPositions<'a> {
-    Start(u32),
-    BatchStarts(Words<'a>),
-    Ids(Words<'a>),
-    Varlen {
-        cu_seqlens: Words<'a>,
-        num_seqs: u32,
-        offsets: Option<Words<'a>>,
-    },
-    Axes(Words<'a>),
-}
+pub(crate) type PassPositions<'a> = Positions<Words<'a>>;
 
-impl PassPositions<'_> {
+impl<A> Positions<A> {
     /// Which ids a block of a `[batch, _, seq, _]` view reads, for the planner.
-    pub fn ids_span(&self, batch: u64, seq: u64) -> IdsSpan {
+    pub(crate) fn ids_span(&self, batch: u64, seq: u64) -> IdsSpan {
         match self {
-            PassPositions::Start(_) => IdsSpan::None,
-            PassPositions::BatchStarts(_) => IdsSpan::PerBatch,
-            PassPositions::Ids(_) => IdsSpan::PerToken { seq },
-            PassPositions::Varlen { num_seqs, .. } => IdsSpan::Whole(u64::from(*num_seqs) + 1),
-            PassPositions::Axes(_) => IdsSpan::Axes {
+            Positions::Start(_) => IdsSpan::None,
+            Positions::BatchStarts(_) => IdsSpan::PerBatch,
+            Positions::Ids(_) => IdsSpan::PerToken { seq },
+            Positions::Varlen { num_seqs, .. } => IdsSpan::Whole(u64::from(*num_seqs) + 1),
+            Positions::Axes(_) => IdsSpan::Axes {
                 seq,
                 axis_stride: batch * seq,
             },
         }
     }
 
-    pub fn mode(&self) -> PositionMode {
+    /// The variant compiled for these positions.
+    pub(crate) fn mode(&self) -> PositionMode {
         match self {
-            PassPositions::Start(_) => PositionMode::Start,
-            PassPositions::BatchStarts(_) => PositionMode::BatchStarts,
-            PassPositions::Ids(_) => PositionMode::Ids,
-            PassPositions::Varlen { offsets, .. } => PositionMode::Varlen {
+            Positions::Start(_) => PositionMode::Start,
+            Positions::BatchStarts(_) => PositionMode::BatchStarts,
+            Positions::Ids(_) => PositionMode::Ids,
+            Positions::Varlen { offsets, .. } => PositionMode::Varlen {
                 offsets: offsets.is_some(),
             },
-            PassPositions::Axes(_) => PositionMode::Axes,
+            Positions::Axes(_) => PositionMode::Axes,
         }
     }
 }

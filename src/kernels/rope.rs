@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use super::passes::Passes;
 use crate::dd::Dd;
 use crate::error::{Error, Result};
+use crate::positions::Positions;
 use crate::spec::RopeSpec;
-use crate::tensor::{ArrayView, CosSinCache, Layout, Positions, TensorView};
+use crate::tensor::{ArrayView, CosSinCache, Layout, TensorView};
 
 /// Everything one RoPE call touches, beyond the spec.
 #[derive(Clone, Copy, Debug)]
@@ -18,7 +19,7 @@ pub struct RopeCall<'a> {
     /// The tensor rotated in place (Q), or the source when `output` is set.
     pub tensor: TensorView<'a>,
     /// Positions of its tokens.
-    pub positions: Positions<'a>,
+    pub positions: Positions<ArrayView<'a>>,
     /// A second tensor rotated in place in the same dispatch with the same angles (K): the
     /// same batch, sequence and head dim, any number of heads (grouped-query attention).
     pub k: Option<TensorView<'a>>,
@@ -31,7 +32,7 @@ pub struct RopeCall<'a> {
 
 impl<'a> RopeCall<'a> {
     /// `tensor` in place at `positions`.
-    pub fn new(tensor: TensorView<'a>, positions: Positions<'a>) -> Self {
+    pub fn new(tensor: TensorView<'a>, positions: Positions<ArrayView<'a>>) -> Self {
         Self {
             tensor,
             positions,
@@ -154,7 +155,7 @@ impl Rope {
         &self,
         encoder: &mut wgpu::CommandEncoder,
         tensor: &TensorView<'_>,
-        positions: Positions<'_>,
+        positions: Positions<ArrayView<'_>>,
     ) -> Result<EncodeReport> {
         self.encode_call(encoder, &RopeCall::new(*tensor, positions))
     }
@@ -165,7 +166,7 @@ impl Rope {
         encoder: &mut wgpu::CommandEncoder,
         q: &TensorView<'_>,
         k: &TensorView<'_>,
-        positions: Positions<'_>,
+        positions: Positions<ArrayView<'_>>,
     ) -> Result<EncodeReport> {
         self.encode_call(encoder, &RopeCall::new(*q, positions).with_k(*k))
     }
@@ -391,7 +392,7 @@ impl Passes {
         &'a self,
         c: &CosSinCache<'a>,
         pairs: u64,
-        positions: &Positions<'_>,
+        positions: &Positions<ArrayView<'_>>,
         layout: &Layout,
     ) -> Result<PassCache<'a>> {
         if c.max_pos == 0 || c.row_stride < pairs || c.max_pos > u64::from(u32::MAX) {
@@ -559,54 +560,32 @@ pub(crate) fn words<'a>(view: ArrayView<'a>, count: u64, what: &'static str) -> 
 /// Checks positions against a view; returns them resolved and, for contiguous positions,
 /// the sequence length that length-dependent scalings see (HF: the largest position + 1).
 pub(crate) fn resolve_positions<'a>(
-    positions: Positions<'a>,
+    positions: Positions<ArrayView<'a>>,
     layout: &Layout,
     mrope: bool,
 ) -> Result<(PassPositions<'a>, Option<u64>)> {
     let [b, _, s, _] = layout.shape;
-    // `planes * batch * seq` ids.
-    let tokens = |planes: u64| {
-        b.checked_mul(s)
-            .and_then(|t| t.checked_mul(planes))
-            .ok_or(Error::ShapeOverflow {
-                shape: layout.shape,
-                strides: layout.strides,
-                limit: "u64",
-            })
-    };
     if mrope != matches!(positions, Positions::Axes(_)) {
         return Err(Error::PositionsMismatch(
             "M-RoPE (RopeSpec::mrope) and Positions::Axes go together: give both or neither",
         ));
     }
-    let resolved = match positions {
-        Positions::Start(start) => {
-            check_contiguous_positions(start, s)?;
-            return Ok((PassPositions::Start(start), Some(u64::from(start) + s)));
+    match positions {
+        Positions::Start(start) => check_contiguous_positions(start, s)?,
+        Positions::Varlen { num_seqs, .. } if b != 1 || num_seqs == 0 => {
+            return Err(Error::PositionsMismatch(
+                "varlen positions need a view of batch 1 holding every token on its seq axis, \
+                 and at least one sequence",
+            ));
         }
-        Positions::BatchStarts(v) => PassPositions::BatchStarts(words(v, b, "batch starts")?),
-        Positions::Ids(v) => PassPositions::Ids(words(v, tokens(1)?, "position ids")?),
-        Positions::Axes(v) => PassPositions::Axes(words(v, tokens(3)?, "M-RoPE position ids")?),
-        Positions::Varlen {
-            cu_seqlens,
-            num_seqs,
-            offsets,
-        } => {
-            if b != 1 || num_seqs == 0 {
-                return Err(Error::PositionsMismatch(
-                    "varlen positions need a view of batch 1 holding every token on its seq axis, \
-                     and at least one sequence",
-                ));
-            }
-            let n = u64::from(num_seqs);
-            PassPositions::Varlen {
-                cu_seqlens: words(cu_seqlens, n + 1, "cu_seqlens")?,
-                num_seqs,
-                offsets: offsets.map(|o| words(o, n, "varlen offsets")).transpose()?,
-            }
-        }
+        _ => {}
+    }
+    let seq_len = match positions {
+        Positions::Start(start) => Some(u64::from(start) + s),
+        _ => None,
     };
-    Ok((resolved, None))
+    let resolved = positions.try_map(b, s, |v, need| words(v, need.count, need.what))?;
+    Ok((resolved, seq_len))
 }
 
 /// Vec4 access needs whole groups of 4 pairs (8 elements of a row) and every row of every

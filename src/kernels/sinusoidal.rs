@@ -5,8 +5,9 @@ use super::passes::Passes;
 use super::rope::{check_contiguous_positions, resolve_positions, width_for};
 use super::{Kernel, Op, Specialization};
 use crate::error::{Error, Result};
+use crate::positions::Positions;
 use crate::spec::SinusoidalSpec;
-use crate::tensor::{Positions, TensorView};
+use crate::tensor::{ArrayView, TensorView};
 
 impl Passes {
     /// Records the sinusoidal table into `table` (rows of `d_model`, e.g. [`Layout::rows`]):
@@ -35,7 +36,7 @@ impl Passes {
         encoder: &mut wgpu::CommandEncoder,
         spec: &SinusoidalSpec,
         x: &TensorView<'_>,
-        positions: Positions<'_>,
+        positions: Positions<ArrayView<'_>>,
         scale: f32,
     ) -> Result<EncodeReport> {
         if !scale.is_finite() {

@@ -217,7 +217,7 @@ pub fn rope_on_buffer(
     input: &[f32],
     spec: &wgpu_posenc::RopeSpec,
     layout: wgpu_posenc::Layout,
-    positions: wgpu_posenc::Positions<'_>,
+    positions: wgpu_posenc::Positions<wgpu_posenc::ArrayView<'_>>,
 ) -> (Vec<f32>, wgpu_posenc::EncodeReport) {
     let mut report = None;
     let out = run_on_buffer(input, |encoder, buffer| {
