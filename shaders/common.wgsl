@@ -6,6 +6,10 @@
 // pairs of every head of that token (the angle does not depend on the head), in view A and,
 // for fused Q+K, in view B (`x2`); out of place, view B is the source and A the destination.
 
+#import width
+#import dtype
+#import trig
+
 struct Params {
     // View A: element index in `x` of the block's first row, and element strides between
     // batches, heads and tokens.

@@ -3,6 +3,13 @@
 // In place, elements [r, head_dim) and everything outside the views are never written; out
 // of place, the tail is copied from the source.
 
+#ifdef f16
+enable f16;
+#endif
+#import common
+#import dtype
+#import pairs
+
 // 0: view A only, in place. 1: view B too (K), in place, same angles. 2: out of place,
 // view B the source and view A the destination.
 override SECOND: u32 = 0u;

@@ -8,6 +8,13 @@
 // its groups' frequencies once and steps their angles from token to token with an exact
 // 64-bit add (see `next_position`), which leaves the polynomial as the only per-pair cost.
 
+#ifdef f16
+enable f16;
+#endif
+#import common
+#import pairs
+#import trig
+
 // False: write the table. True: fused add into the embeddings in place.
 override ADD: bool = false;
 override PAD: bool = false;

@@ -8,6 +8,8 @@
 // each frequency as revolutions per position in 64-bit fixed point (`F = round(f / 2pi * 2^64)`,
 // two u32 words); `p * F mod 2^64` is formed exactly in integers, whatever the size of p.
 
+#import width
+
 // High 32 bits of the 64-bit product a * b, from 16-bit halves (WGSL has no 64-bit integers).
 fn mul_hi(a: UV, b: UV) -> UV {
     let a_lo = a & UV(0xffffu);

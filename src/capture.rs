@@ -101,7 +101,7 @@ impl Capture {
         let dispatches = dispatches
             .into_iter()
             .map(|(spec, entries, workgroups)| CapturedDispatch {
-                source: spec.source(),
+                source: spec.source().to_string(),
                 constants: spec.constants(),
                 bindings: entries
                     .iter()

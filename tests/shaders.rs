@@ -28,7 +28,7 @@ fn compile(source: &str, constants: &[(&str, f64)], what: &str) -> (naga::Module
 }
 
 fn compile_variant(spec: &Specialization) -> (naga::Module, ModuleInfo) {
-    compile(&spec.source(), &spec.constants(), &format!("{spec:?}"))
+    compile(spec.source(), &spec.constants(), &format!("{spec:?}"))
 }
 
 fn identity() -> (naga::Module, ModuleInfo) {
@@ -199,7 +199,7 @@ fn every_function_of_every_variant_is_defined_by_name_in_a_shader_file() {
     // so reading a kernel means reading files, and grep finds every function it calls.
     let defined = defined_in_files();
     for spec in Specialization::all() {
-        let module = naga::front::wgsl::parse_str(&spec.source()).expect("wgsl");
+        let module = naga::front::wgsl::parse_str(spec.source()).expect("wgsl");
         for (_, f) in module.functions.iter() {
             let name = f.name.as_deref().unwrap_or("");
             assert!(
@@ -207,5 +207,29 @@ fn every_function_of_every_variant_is_defined_by_name_in_a_shader_file() {
                 "{spec:?}: function {name} is not defined by that name under shaders/"
             );
         }
+    }
+}
+
+#[test]
+fn each_variant_gets_the_source_composed_for_its_defines() {
+    // build.rs composes one source per (kernel, pair layout, width, dtype) and names its
+    // defines on the first line; the lookup must pick that one for every variant.
+    for spec in Specialization::all() {
+        let defines = format!(
+            "{:?} {:?} {:?} {:?}",
+            spec.kernel(),
+            spec.pair_layout,
+            spec.width,
+            spec.dtype
+        )
+        .to_lowercase();
+        let first = spec.source().lines().next().unwrap_or("");
+        assert_eq!(first, format!("// wgpu-posenc {defines}"), "{spec:?}");
+        // The dtype's storage is what is bound: f16 needs the extension, the others not.
+        assert_eq!(
+            spec.source().contains("enable f16;"),
+            spec.dtype == Dtype::F16,
+            "{spec:?}"
+        );
     }
 }

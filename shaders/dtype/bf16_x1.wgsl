@@ -3,6 +3,10 @@
 // View A is binding 1 (`x`), view B binding 5 (`x2`): K in place, or the source out of
 // place. With SHARED both views are windows of one buffer bound once, as `x`. Every access
 // names its view; `v` is a constant at each call, so the branch folds away.
+
+#import common
+#import dtype/bf16
+
 @group(0) @binding(1) var<storage, read_write> x: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> x2: array<atomic<u32>>;
 

@@ -2,6 +2,9 @@
 // View A is binding 1 (`x`), view B binding 5 (`x2`): K in place, or the source out of
 // place. With SHARED both views are windows of one buffer bound once, as `x`. Every access
 // names its view; `v` is a constant at each call, so the branch folds away.
+
+#import common
+
 @group(0) @binding(1) var<storage, read_write> x: array<f16>;
 @group(0) @binding(5) var<storage, read_write> x2: array<f16>;
 

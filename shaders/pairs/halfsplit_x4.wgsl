@@ -1,5 +1,10 @@
 // Half-split pairs (j, j + r/2), four pairs per invocation: group g is elements [4g, 4g + 4)
 // and the same four of the second half, one vec4 access each.
+
+#import common
+#import dtype
+#import width
+
 fn load_pairs(v: u32, e0: u32, g: u32) -> Pairs {
     return Pairs(ld4(v, e0 + 4u * g), ld4(v, e0 + 4u * g + params.half));
 }

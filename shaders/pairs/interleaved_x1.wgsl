@@ -1,4 +1,9 @@
 // Interleaved pairs (2j, 2j + 1), one pair per invocation: group g is elements 2g and 2g + 1.
+
+#import common
+#import dtype
+#import pairs/rotate_x1
+
 fn load_pairs(v: u32, e0: u32, g: u32) -> Pairs {
     return Pairs(ld1(v, e0 + 2u * g), ld1(v, e0 + 2u * g + 1u));
 }

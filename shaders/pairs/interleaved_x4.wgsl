@@ -1,5 +1,10 @@
 // Interleaved pairs (2j, 2j + 1), four pairs per invocation: group g is the eight elements
 // [8g, 8g + 8) of the row, two vec4 accesses.
+
+#import common
+#import dtype
+#import width
+
 fn load_pairs(v: u32, e0: u32, g: u32) -> Pairs {
     let lo = ld4(v, e0 + 8u * g);
     let hi = ld4(v, e0 + 8u * g + 4u);

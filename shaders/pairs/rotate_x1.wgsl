@@ -1,6 +1,9 @@
 // One pair per invocation, either pair layout: rotate and add through load_pairs and
 // store_pairs.
 
+#import common
+#import width
+
 // Rotates the pair of group g by (c, s): (a, b) -> (a c - b s, a s + b c).
 fn rotate_pairs(v: u32, e0: u32, g: u32, c: FV, s: FV) {
     let p = load_pairs(v, e0, g);

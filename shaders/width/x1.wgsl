@@ -1,4 +1,7 @@
 // One pair per invocation: scalars.
+
+#import common
+
 alias FV = f32;
 alias UV = u32;
 alias IV = i32;

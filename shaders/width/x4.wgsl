@@ -1,4 +1,8 @@
 // Four consecutive pairs per invocation: vec4 lanes.
+
+#import common
+#import dtype
+
 alias FV = vec4<f32>;
 alias UV = vec4<u32>;
 alias IV = vec4<i32>;

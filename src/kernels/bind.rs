@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn every_variant_declares_the_layout() {
         for spec in Specialization::all() {
-            let module = naga::front::wgsl::parse_str(&spec.source())
+            let module = naga::front::wgsl::parse_str(spec.source())
                 .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
             for (_, var) in module.global_variables.iter() {
                 let Some(b) = &var.binding else { continue };

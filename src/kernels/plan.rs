@@ -256,7 +256,7 @@ mod tests {
             crate::kernels::Width::X4,
             crate::spec::Dtype::F32,
         );
-        let module = naga::front::wgsl::parse_str(&spec.source()).expect("wgsl");
+        let module = naga::front::wgsl::parse_str(spec.source()).expect("wgsl");
         let (_, ty) = module
             .types
             .iter()

@@ -1,0 +1,134 @@
+//! Composes the WGSL of every kernel variant from `shaders/`, at build time.
+//!
+//! Each shader file states what it needs: `#import name` (a path under `shaders/` without
+//! `.wgsl`) inserts that file once per variant, wherever it is first imported; `#ifdef NAME`,
+//! `#ifndef NAME`, `#else` and `#endif` keep lines for some variants only. A variant's defines
+//! are its kernel (`rope`, `sinusoidal`), pair layout (`interleaved`, `halfsplit`), width
+//! (`x1`, `x4`) and storage dtype (`f32`, `f16`, `bf16`); everything else a variant varies is
+//! an override constant set at pipeline creation. The composed sources land in
+//! `$OUT_DIR/shaders.rs` as `SOURCES[kernel][pair layout][width][dtype]`, in the orders of
+//! the lists below (which `src/kernels/mod.rs` indexes by). A missing file, an unknown
+//! directive, an unbalanced `#ifdef`, or a file under `shaders/` no variant uses fails the
+//! build. naga validates every variant in `tests/shaders.rs`.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+const KERNELS: [&str; 2] = ["rope", "sinusoidal"];
+const PAIR_LAYOUTS: [&str; 2] = ["interleaved", "halfsplit"];
+const WIDTHS: [&str; 2] = ["x1", "x4"];
+const DTYPES: [&str; 3] = ["f32", "f16", "bf16"];
+/// Standalone shaders, read whole by the code that uses them.
+const STANDALONE: [&str; 1] = ["identity"];
+
+fn main() {
+    println!("cargo:rerun-if-changed=shaders");
+    let root = Path::new("shaders");
+    let mut used = BTreeSet::new();
+    let mut out = String::from("/// Composed WGSL: `[kernel][pair layout][width][dtype]`.\n");
+    out.push_str("pub(crate) static SOURCES: [[[[&str; 3]; 2]; 2]; 2] = [\n");
+    for kernel in KERNELS {
+        out.push_str("[\n");
+        for pairs in PAIR_LAYOUTS {
+            out.push_str("[\n");
+            for width in WIDTHS {
+                out.push_str("[\n");
+                for dtype in DTYPES {
+                    let defines = [kernel, pairs, width, dtype];
+                    let mut source = format!("// wgpu-posenc {}\n", defines.join(" "));
+                    let mut seen = BTreeSet::new();
+                    compose(root, kernel, &defines, &mut seen, &mut source)
+                        .unwrap_or_else(|e| panic!("shaders ({}): {e}", defines.join(" ")));
+                    used.extend(seen);
+                    writeln!(out, "{source:?},").unwrap();
+                }
+                out.push_str("],\n");
+            }
+            out.push_str("],\n");
+        }
+        out.push_str("],\n");
+    }
+    out.push_str("];\n");
+    for file in wgsl_files(root, root) {
+        let name = file.trim_end_matches(".wgsl");
+        if !used.contains(name) && !STANDALONE.contains(&name) {
+            panic!("shaders/{file} is imported by no variant: import it or remove it");
+        }
+    }
+    let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("shaders.rs");
+    std::fs::write(dest, out).unwrap();
+}
+
+/// Appends `name` (once per variant) with its directives carried out.
+fn compose(
+    root: &Path,
+    name: &str,
+    defines: &[&str],
+    seen: &mut BTreeSet<String>,
+    out: &mut String,
+) -> Result<(), String> {
+    if !seen.insert(name.to_string()) {
+        return Ok(());
+    }
+    let path = root.join(format!("{name}.wgsl"));
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // One entry per open #ifdef: whether its lines are kept.
+    let mut open: Vec<bool> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let at = || format!("shaders/{name}.wgsl:{}", n + 1);
+        let keep = open.iter().all(|&k| k);
+        let Some(directive) = line.trim_start().strip_prefix('#') else {
+            if keep {
+                out.push_str(line);
+                out.push('\n');
+            }
+            continue;
+        };
+        let mut words = directive.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some("import"), Some(file), None) => {
+                if keep {
+                    compose(root, file, defines, seen, out)
+                        .map_err(|e| format!("{}: {e}", at()))?;
+                }
+            }
+            (Some("ifdef"), Some(d), None) => open.push(defines.contains(&d)),
+            (Some("ifndef"), Some(d), None) => open.push(!defines.contains(&d)),
+            (Some("else"), None, None) => {
+                let top = open
+                    .last_mut()
+                    .ok_or_else(|| format!("{}: #else without #ifdef", at()))?;
+                *top = !*top;
+            }
+            (Some("endif"), None, None) => {
+                open.pop()
+                    .ok_or_else(|| format!("{}: #endif without #ifdef", at()))?;
+            }
+            _ => return Err(format!("{}: unknown directive {line:?}", at())),
+        }
+    }
+    if !open.is_empty() {
+        return Err(format!("shaders/{name}.wgsl: #ifdef without #endif"));
+    }
+    Ok(())
+}
+
+/// Paths of the `.wgsl` files under `dir`, relative to `root`.
+fn wgsl_files(root: &Path, dir: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(wgsl_files(root, &path));
+        } else if path.extension().is_some_and(|e| e == "wgsl") {
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            files.push(rel);
+        }
+    }
+    files
+}
