@@ -36,6 +36,9 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::Instant;
 
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
+
 use cases::{Buffers, Case, D_MODEL, Decode, HEAD_DIM, HEADS};
 use wgpu_posenc::roofline::{Timer, TimerKind};
 use wgpu_posenc::{HostPositions, Layout, PosEnc, reference};
@@ -295,19 +298,10 @@ fn sample(seq: u64) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// splitmix64 values in [-1, 1).
+/// Values in [-1, 1) from rand's Xoshiro256++, as the tests draw theirs.
 fn values(seed: u64, n: usize) -> Vec<f32> {
-    let mut state = seed;
-    (0..n)
-        .map(|_| {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^= z >> 31;
-            (z >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
 }
 
 /// Runs `case` once on known values in a sample of rows and returns the largest difference

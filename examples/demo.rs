@@ -7,6 +7,8 @@
 
 use std::time::Instant;
 
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
 use wgpu::util::DeviceExt;
 use wgpu_posenc::{
     HostPositions, Layout, PairLayout, PosEnc, Positions, RopeSpec, SinusoidalSpec, TensorView,
@@ -75,15 +77,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let shape = [1, 32, seq, 128];
     let layout = Layout::bhsd(shape);
     let n = (32 * seq * 128) as usize;
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let q: Vec<f32> = (0..n)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(0x2545_f491_4f6c_dd1d);
+    let q: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
     let spec = RopeSpec::new()
         .pair_layout(PairLayout::HalfSplit)
         .base(500_000.0);

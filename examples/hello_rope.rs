@@ -2,6 +2,7 @@
 //! and compared with the f64 reference. `cargo run --example hello_rope`
 //! (`WGPU_BACKEND` picks the adapter, as everywhere in wgpu).
 
+use rand::{RngExt, SeedableRng, rngs::Xoshiro256PlusPlus};
 use wgpu::util::DeviceExt;
 use wgpu_posenc::{HostPositions, Layout, PosEnc, Positions, RopeSpec, TensorView, reference};
 
@@ -15,8 +16,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // q: [batch 1, heads 4, seq 16, head_dim 64], BHSD, random values.
     let layout = Layout::bhsd([1, 4, 16, 64]);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
     let q: Vec<f32> = (0..4 * 16 * 64)
-        .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+        .map(|_| rng.random_range(-1.0..1.0))
         .collect();
     let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some("q"),

@@ -24,30 +24,27 @@ pub fn ctx() -> &'static PosEnc {
     })
 }
 
-/// splitmix64: small, seedable, good enough for test data.
-pub struct Rng(u64);
+/// Test data from rand's Xoshiro256++ (the generator the benches and examples use too),
+/// seeded so that every run sees the same values.
+pub struct Rng(rand::rngs::Xoshiro256PlusPlus);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Self(seed)
+        Self(rand::SeedableRng::seed_from_u64(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        rand::Rng::next_u64(&mut self.0)
     }
 
     /// Uniform in `[lo, hi)`.
     pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next_u64() % (hi - lo)
+        rand::RngExt::random_range(&mut self.0, lo..hi)
     }
 
     /// Uniform in [-1, 1), never exactly zero.
     pub fn value(&mut self) -> f32 {
-        let v = (self.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0;
+        let v: f32 = rand::RngExt::random_range(&mut self.0, -1.0..1.0);
         if v == 0.0 { 0.5 } else { v }
     }
 
