@@ -50,7 +50,7 @@ mod tensor;
 
 pub use context::PosEnc;
 pub use error::{Error, Result};
-pub use frequencies::{Frequencies, FrequencyError, Scaling};
+pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Yarn};
 #[cfg(feature = "hf-config")]
 pub use hf::{HfRope, LayerRope};
 pub use kernels::pass::EncodeReport;

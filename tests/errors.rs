@@ -536,13 +536,13 @@ fn length_dependent_scaling_with_gpu_positions_needs_the_length() {
     // (128) would select the short ones.
     let b = storage(1 << 16);
     let ids = common::u32_buffer(&(32_640..32_768).collect::<Vec<u32>>());
-    let spec = RopeSpec::new().scaling(wgpu_posenc::Scaling::LongRope {
+    let spec = RopeSpec::new().scaling(wgpu_posenc::Scaling::LongRope(wgpu_posenc::LongRope {
         short_factor: vec![1.0; 8],
         long_factor: vec![4.0; 8],
         original_max_position_embeddings: 4096,
         max_position_embeddings: 131_072,
         attention_factor: None,
-    });
+    }));
     let view = TensorView::new(&b, Layout::bhsd([1, 1, 128, 16]));
     let e = rope(&spec, view, Positions::Ids(ArrayView::new(&ids)));
     assert!(matches!(e, Error::ScalingSeqLenNeeded { .. }), "{e}");

@@ -191,7 +191,7 @@ fn host_path_matches_the_reference() {
 
 #[test]
 fn every_scaling_type_matches_the_reference() {
-    use wgpu_posenc::Scaling;
+    use wgpu_posenc::{LongRope, Scaling, Yarn};
     let mut rng = Rng::new(6);
     let phi3 = |k: f64| {
         (0..32)
@@ -206,7 +206,7 @@ fn every_scaling_type_matches_the_reference() {
         },
         Scaling::NtkAware { factor: 8.0 },
         Scaling::yarn(4.0, 32),
-        Scaling::Yarn {
+        Scaling::Yarn(Yarn {
             factor: 40.0,
             original_max_position_embeddings: 64,
             beta_fast: 32.0,
@@ -215,15 +215,15 @@ fn every_scaling_type_matches_the_reference() {
             mscale_all_dim: 0.0,
             attention_factor: None,
             truncate: true,
-        },
+        }),
         Scaling::llama3(),
-        Scaling::LongRope {
+        Scaling::LongRope(LongRope {
             short_factor: phi3(1.0),
             long_factor: phi3(30.0),
             original_max_position_embeddings: 48,
             max_position_embeddings: 4096,
             attention_factor: None,
-        },
+        }),
     ];
     for (k, scaling) in scalings.into_iter().enumerate() {
         for pair_layout in [PairLayout::Interleaved, PairLayout::HalfSplit] {

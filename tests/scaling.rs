@@ -5,7 +5,7 @@
 use std::f64::consts::PI;
 
 use serde_json::Value;
-use wgpu_posenc::{FrequencyError, Scaling, frequencies::default_inv_freq};
+use wgpu_posenc::{FrequencyError, Llama3, LongRope, Scaling, Yarn, frequencies::default_inv_freq};
 
 /// Typed reads of golden JSON values (panicking on malformed data, as test fixtures should).
 trait Golden {
@@ -62,7 +62,7 @@ fn scaling_of(s: &Value) -> Scaling {
             factor: s.key("factor").num(),
             original_max_position_embeddings: u("original_max_position_embeddings"),
         },
-        "yarn" => Scaling::Yarn {
+        "yarn" => Scaling::Yarn(Yarn {
             factor: s.key("factor").num(),
             original_max_position_embeddings: u("original_max_position_embeddings"),
             beta_fast: s.key("beta_fast").num(),
@@ -71,20 +71,20 @@ fn scaling_of(s: &Value) -> Scaling {
             mscale_all_dim: s.key("mscale_all_dim").num(),
             attention_factor: s.key("attention_factor").opt_num(),
             truncate: s.key("truncate").as_bool() == Some(true),
-        },
-        "llama3" => Scaling::Llama3 {
+        }),
+        "llama3" => Scaling::Llama3(Llama3 {
             factor: s.key("factor").num(),
             low_freq_factor: s.key("low_freq_factor").num(),
             high_freq_factor: s.key("high_freq_factor").num(),
             original_max_position_embeddings: u("original_max_position_embeddings"),
-        },
-        "longrope" => Scaling::LongRope {
+        }),
+        "longrope" => Scaling::LongRope(LongRope {
             short_factor: s.key("short_factor").nums(),
             long_factor: s.key("long_factor").nums(),
             original_max_position_embeddings: u("original_max_position_embeddings"),
             max_position_embeddings: u("max_position_embeddings"),
             attention_factor: s.key("attention_factor").opt_num(),
-        },
+        }),
         other => panic!("unknown golden scaling type {other}"),
     }
 }
@@ -219,7 +219,7 @@ fn yarn_keeps_high_and_interpolates_low_frequencies() {
 #[test]
 fn yarn_attention_factor_rules() {
     let with = |mscale: f64, mscale_all_dim: f64, attention_factor: Option<f64>| {
-        Scaling::Yarn {
+        Scaling::Yarn(Yarn {
             factor: 40.0,
             original_max_position_embeddings: 4096,
             beta_fast: 32.0,
@@ -228,7 +228,7 @@ fn yarn_attention_factor_rules() {
             mscale_all_dim,
             attention_factor,
             truncate: true,
-        }
+        })
         .frequencies(64, 10_000.0, 0)
         .unwrap()
         .attention_factor
@@ -265,13 +265,13 @@ fn llama3_bands() {
 
 #[test]
 fn longrope_switches_factor_lists_after_the_original_length() {
-    let s = Scaling::LongRope {
+    let s = Scaling::LongRope(LongRope {
         short_factor: vec![1.0, 2.0],
         long_factor: vec![4.0, 8.0],
         original_max_position_embeddings: 4096,
         max_position_embeddings: 131_072,
         attention_factor: None,
-    };
+    });
     let plain = default_inv_freq(4, 10_000.0);
     let short = s.frequencies(4, 10_000.0, 4096).unwrap();
     let long = s.frequencies(4, 10_000.0, 4097).unwrap();
@@ -286,24 +286,24 @@ fn longrope_switches_factor_lists_after_the_original_length() {
     assert_rel("longrope", "attention", short.attention_factor, expected);
     assert_eq!(short.attention_factor, long.attention_factor);
     // No stretch, no attention change; an explicit factor wins.
-    let same = Scaling::LongRope {
+    let same = Scaling::LongRope(LongRope {
         short_factor: vec![1.0],
         long_factor: vec![1.0],
         original_max_position_embeddings: 4096,
         max_position_embeddings: 4096,
         attention_factor: None,
-    };
+    });
     assert_eq!(
         same.frequencies(2, 10_000.0, 0).unwrap().attention_factor,
         1.0
     );
-    let given = Scaling::LongRope {
+    let given = Scaling::LongRope(LongRope {
         short_factor: vec![1.0],
         long_factor: vec![1.0],
         original_max_position_embeddings: 4096,
         max_position_embeddings: 131_072,
         attention_factor: Some(1.25),
-    };
+    });
     assert_eq!(
         given.frequencies(2, 10_000.0, 0).unwrap().attention_factor,
         1.25
@@ -371,7 +371,7 @@ fn bad_input_is_an_error_not_a_panic() {
     );
 
     let yarn = |beta_fast: f64, beta_slow: f64, mscale: f64, attention_factor: Option<f64>| {
-        Scaling::Yarn {
+        Scaling::Yarn(Yarn {
             factor: 4.0,
             original_max_position_embeddings: 4096,
             beta_fast,
@@ -380,7 +380,7 @@ fn bad_input_is_an_error_not_a_panic() {
             mscale_all_dim: 0.0,
             attention_factor,
             truncate: true,
-        }
+        })
     };
     assert!(matches!(
         yarn(1.0, 32.0, 0.0, None).validate(),
@@ -407,11 +407,13 @@ fn bad_input_is_an_error_not_a_panic() {
     // Equal betas are allowed (HF widens the ramp by 0.001).
     assert!(yarn(8.0, 8.0, 0.0, None).frequencies(64, 1e4, 0).is_ok());
 
-    let llama = |low: f64, high: f64| Scaling::Llama3 {
-        factor: 8.0,
-        low_freq_factor: low,
-        high_freq_factor: high,
-        original_max_position_embeddings: 8192,
+    let llama = |low: f64, high: f64| {
+        Scaling::Llama3(Llama3 {
+            factor: 8.0,
+            low_freq_factor: low,
+            high_freq_factor: high,
+            original_max_position_embeddings: 8192,
+        })
     };
     assert!(matches!(
         llama(4.0, 1.0).validate(),
@@ -427,12 +429,14 @@ fn bad_input_is_an_error_not_a_panic() {
         })
     ));
 
-    let lr = |short: Vec<f64>| Scaling::LongRope {
-        short_factor: short,
-        long_factor: vec![1.0; 4],
-        original_max_position_embeddings: 4096,
-        max_position_embeddings: 131_072,
-        attention_factor: None,
+    let lr = |short: Vec<f64>| {
+        Scaling::LongRope(LongRope {
+            short_factor: short,
+            long_factor: vec![1.0; 4],
+            original_max_position_embeddings: 4096,
+            max_position_embeddings: 131_072,
+            attention_factor: None,
+        })
     };
     assert_eq!(
         lr(vec![1.0; 3]).frequencies(8, 1e4, 0),
@@ -454,13 +458,13 @@ fn bad_input_is_an_error_not_a_panic() {
         Err(E::FactorListValue { index: 1, .. })
     ));
     // A LongRoPE trained at one position cannot stretch: ln(1) = 0 in the denominator.
-    let one = Scaling::LongRope {
+    let one = Scaling::LongRope(LongRope {
         short_factor: vec![1.0],
         long_factor: vec![1.0],
         original_max_position_embeddings: 1,
         max_position_embeddings: 8,
         attention_factor: None,
-    };
+    });
     assert!(matches!(
         one.frequencies(2, 1e4, 0),
         Err(E::NonFiniteResult { .. })
@@ -680,7 +684,7 @@ mod hf_config {
     #[test]
     fn deepseek_v2_yarn() {
         let (s, theta, _) = read(DEEPSEEK_V2_LITE);
-        let expected = Scaling::Yarn {
+        let expected = Scaling::Yarn(Yarn {
             factor: 40.0,
             original_max_position_embeddings: 4096,
             beta_fast: 32.0,
@@ -689,7 +693,7 @@ mod hf_config {
             mscale_all_dim: 0.707,
             attention_factor: None,
             truncate: true,
-        };
+        });
         assert_eq!(s, expected);
         assert_eq!(theta, 10_000.0);
         assert_eq!(
@@ -730,13 +734,13 @@ mod hf_config {
     fn phi3_longrope() {
         let cfg = phi3_mini_128k();
         let (s, theta, _) = Scaling::from_hf_config(&cfg).unwrap();
-        let Scaling::LongRope {
+        let Scaling::LongRope(LongRope {
             short_factor,
             long_factor,
             original_max_position_embeddings,
             max_position_embeddings,
             attention_factor,
-        } = &s
+        }) = &s
         else {
             panic!("{s:?}");
         };
@@ -765,10 +769,10 @@ mod hf_config {
         let (s, _, _) = Scaling::from_hf_config(&cfg).unwrap();
         assert!(matches!(
             s,
-            Scaling::LongRope {
+            Scaling::LongRope(LongRope {
                 original_max_position_embeddings: 4096,
                 ..
-            }
+            })
         ));
     }
 
@@ -779,20 +783,20 @@ mod hf_config {
         let (s, _, _) = Scaling::from_hf_config(&cfg).unwrap();
         let expected = (1.0 + 16f64.ln() / 4096f64.ln()).sqrt();
         match s {
-            Scaling::LongRope {
+            Scaling::LongRope(LongRope {
                 attention_factor: Some(a),
                 ..
-            } => assert_rel("phi3", "attention", a, expected),
+            }) => assert_rel("phi3", "attention", a, expected),
             other => panic!("{other:?}"),
         }
         cfg["rope_scaling"]["attention_factor"] = json!(1.5);
         let (s, _, _) = Scaling::from_hf_config(&cfg).unwrap();
         assert!(matches!(
             s,
-            Scaling::LongRope {
+            Scaling::LongRope(LongRope {
                 attention_factor: Some(1.5),
                 ..
-            }
+            })
         ));
     }
 
@@ -842,7 +846,7 @@ mod hf_config {
         let text = r#"{"max_position_embeddings": 131072, "rope_scaling": {
             "rope_type": "yarn", "original_max_position_embeddings": 4096, "factor": null,
             "beta_fast": 0, "beta_slow": null, "truncate": null}}"#;
-        let expected = Scaling::Yarn {
+        let expected = Scaling::Yarn(Yarn {
             factor: 32.0,
             original_max_position_embeddings: 4096,
             beta_fast: 32.0,
@@ -851,7 +855,7 @@ mod hf_config {
             mscale_all_dim: 0.0,
             attention_factor: None,
             truncate: false,
-        };
+        });
         assert_eq!(read(text).0, expected);
         // No original anywhere: max_position_embeddings (HF's standardization).
         let text = r#"{"max_position_embeddings": 8192,

@@ -1,7 +1,7 @@
 //! The checks of a scaling's parameters: on their own ([`Scaling::validate`]) and for a
 //! rotary dimension and base ([`Scaling::check_for`]), without computing anything.
 
-use super::Scaling;
+use super::{Llama3, LongRope, Scaling, Yarn};
 use crate::error::FrequencyError;
 
 impl Scaling {
@@ -24,12 +24,12 @@ impl Scaling {
                     rotary_dim: r32,
                 })
             }
-            Scaling::Yarn { .. } if base <= 1.0 => Err(FrequencyError::YarnBaseTooSmall { base }),
-            Scaling::LongRope {
+            Scaling::Yarn(_) if base <= 1.0 => Err(FrequencyError::YarnBaseTooSmall { base }),
+            Scaling::LongRope(LongRope {
                 short_factor,
                 long_factor,
                 ..
-            } => {
+            }) => {
                 for (which, list) in [("short_factor", short_factor), ("long_factor", long_factor)]
                 {
                     if list.len() as u64 != rotary_dim / 2 {
@@ -73,13 +73,13 @@ impl Scaling {
                     *original_max_position_embeddings,
                 )
             }
-            Scaling::Yarn { .. } => self.validate_yarn(),
-            Scaling::Llama3 {
+            Scaling::Yarn(y) => y.validate(),
+            Scaling::Llama3(Llama3 {
                 factor,
                 low_freq_factor,
                 high_freq_factor,
                 original_max_position_embeddings,
-            } => {
+            }) => {
                 check_factor(s, "factor", *factor)?;
                 check_positive(s, "low_freq_factor", *low_freq_factor)?;
                 check_positive(s, "high_freq_factor", *high_freq_factor)?;
@@ -96,69 +96,50 @@ impl Scaling {
                     *original_max_position_embeddings,
                 )
             }
-            Scaling::LongRope { .. } => self.validate_longrope(),
+            Scaling::LongRope(l) => l.validate(),
         }
     }
+}
 
-    fn validate_yarn(&self) -> Result<(), FrequencyError> {
-        let s = self.name();
-        let Scaling::Yarn {
-            factor,
-            original_max_position_embeddings,
-            beta_fast,
-            beta_slow,
-            mscale,
-            mscale_all_dim,
-            attention_factor,
-            truncate: _,
-        } = self
-        else {
-            unreachable!("called for YaRN")
-        };
-        check_factor(s, "factor", *factor)?;
+impl Yarn {
+    fn validate(&self) -> Result<(), FrequencyError> {
+        let s = "YaRN";
+        check_factor(s, "factor", self.factor)?;
         check_context(
             s,
             "original_max_position_embeddings",
-            *original_max_position_embeddings,
+            self.original_max_position_embeddings,
         )?;
-        check_positive(s, "beta_fast", *beta_fast)?;
-        check_positive(s, "beta_slow", *beta_slow)?;
-        if beta_fast < beta_slow {
+        check_positive(s, "beta_fast", self.beta_fast)?;
+        check_positive(s, "beta_slow", self.beta_slow)?;
+        if self.beta_fast < self.beta_slow {
             return Err(FrequencyError::BetaFastBelowBetaSlow {
-                beta_fast: *beta_fast,
-                beta_slow: *beta_slow,
+                beta_fast: self.beta_fast,
+                beta_slow: self.beta_slow,
             });
         }
-        check_non_negative(s, "mscale", *mscale)?;
-        check_non_negative(s, "mscale_all_dim", *mscale_all_dim)?;
-        if let Some(a) = attention_factor {
-            check_positive(s, "attention_factor", *a)?;
+        check_non_negative(s, "mscale", self.mscale)?;
+        check_non_negative(s, "mscale_all_dim", self.mscale_all_dim)?;
+        if let Some(a) = self.attention_factor {
+            check_positive(s, "attention_factor", a)?;
         }
         Ok(())
     }
+}
 
-    fn validate_longrope(&self) -> Result<(), FrequencyError> {
-        let s = self.name();
-        let Scaling::LongRope {
-            short_factor,
-            long_factor,
-            original_max_position_embeddings,
-            max_position_embeddings,
-            attention_factor,
-        } = self
-        else {
-            unreachable!("called for LongRoPE")
-        };
-        check_factor_list("short_factor", short_factor)?;
-        check_factor_list("long_factor", long_factor)?;
+impl LongRope {
+    fn validate(&self) -> Result<(), FrequencyError> {
+        let s = "LongRoPE";
+        check_factor_list("short_factor", &self.short_factor)?;
+        check_factor_list("long_factor", &self.long_factor)?;
         check_context(
             s,
             "original_max_position_embeddings",
-            *original_max_position_embeddings,
+            self.original_max_position_embeddings,
         )?;
-        check_context(s, "max_position_embeddings", *max_position_embeddings)?;
-        if let Some(a) = attention_factor {
-            check_positive(s, "attention_factor", *a)?;
+        check_context(s, "max_position_embeddings", self.max_position_embeddings)?;
+        if let Some(a) = self.attention_factor {
+            check_positive(s, "attention_factor", a)?;
         }
         Ok(())
     }

@@ -55,59 +55,15 @@ pub enum Scaling {
     },
     /// YaRN (HF `"yarn"`, Peng et al. 2023): interpolated low frequencies, extrapolated high
     /// frequencies, a linear ramp between them, and an attention factor.
-    Yarn {
-        /// Context extension factor, finite and `>= 1`.
-        factor: f64,
-        /// Pretraining context length; the correction range is computed from it.
-        original_max_position_embeddings: u64,
-        /// Rotations at which the ramp starts (extrapolation only above); HF default 32.
-        beta_fast: f64,
-        /// Rotations at which the ramp ends (interpolation only below); HF default 1.
-        beta_slow: f64,
-        /// `mscale` of DeepSeek-style configs; `0.0` means "not given" (HF treats a missing and
-        /// a zero value alike). Finite and `>= 0`.
-        mscale: f64,
-        /// `mscale_all_dim` of DeepSeek-style configs; `0.0` means "not given". When both this
-        /// and `mscale` are non-zero the attention factor is
-        /// `get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)`, otherwise
-        /// `get_mscale(factor) = 0.1 ln(factor) + 1`. Finite and `>= 0`.
-        mscale_all_dim: f64,
-        /// An explicit attention factor, which replaces the computed one. Finite and `> 0`.
-        attention_factor: Option<f64>,
-        /// Round the correction range outwards to whole dimensions (HF default `true`;
-        /// gpt-oss sets `false`).
-        truncate: bool,
-    },
+    Yarn(Yarn),
     /// Llama 3.1 (HF `"llama3"`): wavelengths above `orig / low_freq_factor` are divided by
     /// `factor`, those below `orig / high_freq_factor` are kept, and the band between is
     /// interpolated smoothly.
-    Llama3 {
-        /// Scaling factor of the low frequencies, finite and `>= 1` (8 for Llama 3.1).
-        factor: f64,
-        /// Finite and `> 0` (1 for Llama 3.1).
-        low_freq_factor: f64,
-        /// Finite and greater than `low_freq_factor` (4 for Llama 3.1).
-        high_freq_factor: f64,
-        /// Pretraining context length (8192 for Llama 3.1).
-        original_max_position_embeddings: u64,
-    },
+    Llama3(Llama3),
     /// LongRoPE (HF `"longrope"`, legacy Phi-3 `"su"`): one rescale factor per pair,
     /// `f_j = base^(-2j/r) / ext_j`, with `ext = long_factor` when
     /// `seq_len > original_max_position_embeddings` and `short_factor` otherwise.
-    LongRope {
-        /// Per-pair factors for short contexts; length `r/2`, finite and `> 0`.
-        short_factor: Vec<f64>,
-        /// Per-pair factors for long contexts; length `r/2`, finite and `> 0`.
-        long_factor: Vec<f64>,
-        /// Pretraining context length (4096 for Phi-3).
-        original_max_position_embeddings: u64,
-        /// Extended context length (131072 for Phi-3 128k); with the original length it
-        /// gives the default attention factor.
-        max_position_embeddings: u64,
-        /// An explicit attention factor; otherwise `sqrt(1 + ln(s) / ln(orig))` with
-        /// `s = max / orig`, or 1 when `s <= 1`. Finite and `> 0`.
-        attention_factor: Option<f64>,
-    },
+    LongRope(LongRope),
     /// Gemma 4's global layers (HF `"proportional"`): over a rotary dim `r` equal to the head
     /// dim, the first `floor(partial_rotary_factor * r / 2)` pairs rotate with
     /// `f_j = base^(-2j/r) / factor` (the exponent over the whole head) and the remaining
@@ -119,6 +75,62 @@ pub enum Scaling {
         /// Divides every frequency, finite and `>= 1` (HF default 1).
         factor: f64,
     },
+}
+
+/// The parameters of [`Scaling::Yarn`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Yarn {
+    /// Context extension factor, finite and `>= 1`.
+    pub factor: f64,
+    /// Pretraining context length; the correction range is computed from it.
+    pub original_max_position_embeddings: u64,
+    /// Rotations at which the ramp starts (extrapolation only above); HF default 32.
+    pub beta_fast: f64,
+    /// Rotations at which the ramp ends (interpolation only below); HF default 1.
+    pub beta_slow: f64,
+    /// `mscale` of DeepSeek-style configs; `0.0` means "not given" (HF treats a missing and
+    /// a zero value alike). Finite and `>= 0`.
+    pub mscale: f64,
+    /// `mscale_all_dim` of DeepSeek-style configs; `0.0` means "not given". When both this
+    /// and `mscale` are non-zero the attention factor is
+    /// `get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)`, otherwise
+    /// `get_mscale(factor) = 0.1 ln(factor) + 1`. Finite and `>= 0`.
+    pub mscale_all_dim: f64,
+    /// An explicit attention factor, which replaces the computed one. Finite and `> 0`.
+    pub attention_factor: Option<f64>,
+    /// Round the correction range outwards to whole dimensions (HF default `true`;
+    /// gpt-oss sets `false`).
+    pub truncate: bool,
+}
+
+/// The parameters of [`Scaling::Llama3`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Llama3 {
+    /// Scaling factor of the low frequencies, finite and `>= 1` (8 for Llama 3.1).
+    pub factor: f64,
+    /// Finite and `> 0` (1 for Llama 3.1).
+    pub low_freq_factor: f64,
+    /// Finite and greater than `low_freq_factor` (4 for Llama 3.1).
+    pub high_freq_factor: f64,
+    /// Pretraining context length (8192 for Llama 3.1).
+    pub original_max_position_embeddings: u64,
+}
+
+/// The parameters of [`Scaling::LongRope`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct LongRope {
+    /// Per-pair factors for short contexts; length `r/2`, finite and `> 0`.
+    pub short_factor: Vec<f64>,
+    /// Per-pair factors for long contexts; length `r/2`, finite and `> 0`.
+    pub long_factor: Vec<f64>,
+    /// Pretraining context length (4096 for Phi-3).
+    pub original_max_position_embeddings: u64,
+    /// Extended context length (131072 for Phi-3 128k); with the original length it
+    /// gives the default attention factor.
+    pub max_position_embeddings: u64,
+    /// An explicit attention factor; otherwise `sqrt(1 + ln(s) / ln(orig))` with
+    /// `s = max / orig`, or 1 when `s <= 1`. Finite and `> 0`.
+    pub attention_factor: Option<f64>,
 }
 
 /// Per-pair angular frequencies (radians per position) and the attention factor that multiplies cos and sin.
@@ -191,7 +203,7 @@ impl Scaling {
     /// `beta_fast` 32, `beta_slow` 1, no `mscale` / `mscale_all_dim` (attention factor
     /// `0.1 ln(factor) + 1`), no explicit attention factor, `truncate` true.
     pub fn yarn(factor: f64, original_max_position_embeddings: u64) -> Self {
-        Scaling::Yarn {
+        Scaling::Yarn(Yarn {
             factor,
             original_max_position_embeddings,
             beta_fast: 32.0,
@@ -200,22 +212,22 @@ impl Scaling {
             mscale_all_dim: 0.0,
             attention_factor: None,
             truncate: true,
-        }
+        })
     }
 
     /// Llama 3.1's scaling: factor 8, low_freq_factor 1, high_freq_factor 4, original 8192.
     pub fn llama3() -> Self {
-        Scaling::Llama3 {
+        Scaling::Llama3(Llama3 {
             factor: 8.0,
             low_freq_factor: 1.0,
             high_freq_factor: 4.0,
             original_max_position_embeddings: 8192,
-        }
+        })
     }
 
     /// Whether the frequencies depend on the sequence length (dynamic NTK, LongRoPE).
     pub fn needs_seq_len(&self) -> bool {
-        matches!(self, Scaling::DynamicNtk { .. } | Scaling::LongRope { .. })
+        matches!(self, Scaling::DynamicNtk { .. } | Scaling::LongRope(_))
     }
 
     /// Short name of the scaling type, as used in error messages.
@@ -225,9 +237,9 @@ impl Scaling {
             Scaling::Linear { .. } => "linear",
             Scaling::DynamicNtk { .. } => "dynamic NTK",
             Scaling::NtkAware { .. } => "NTK-aware",
-            Scaling::Yarn { .. } => "YaRN",
-            Scaling::Llama3 { .. } => "Llama 3",
-            Scaling::LongRope { .. } => "LongRoPE",
+            Scaling::Yarn(_) => "YaRN",
+            Scaling::Llama3(_) => "Llama 3",
+            Scaling::LongRope(_) => "LongRoPE",
             Scaling::Proportional { .. } => "proportional",
         }
     }
@@ -286,9 +298,9 @@ impl Scaling {
                 unit(powered(base * stretch.powf(r / (r - 2.0)))?)
             }
             Scaling::DynamicNtk { .. } => unit(default_inv_freq_dd(rotary_dim, base)),
-            Scaling::Yarn { .. } => self.yarn_frequencies(rotary_dim, base),
-            Scaling::Llama3 { .. } => self.llama3_frequencies(rotary_dim, base),
-            Scaling::LongRope { .. } => self.longrope_frequencies(rotary_dim, base, seq_len),
+            Scaling::Yarn(y) => y.frequencies(rotary_dim, base),
+            Scaling::Llama3(l) => l.frequencies(rotary_dim, base),
+            Scaling::LongRope(l) => l.frequencies(rotary_dim, base, seq_len),
         };
         let finite = out.inv_freq.iter().all(|f| f.is_finite() && *f >= 0.0);
         if finite && out.attention_factor.is_finite() && out.attention_factor > 0.0 {
@@ -297,11 +309,13 @@ impl Scaling {
             Err(non_finite)
         }
     }
+}
 
+impl Yarn {
     /// YaRN (checked parameters): the ramp between extrapolated and interpolated
     /// frequencies over HF's correction range, and the attention factor.
-    fn yarn_frequencies(&self, rotary_dim: u32, base: f64) -> Frequencies {
-        let Scaling::Yarn {
+    fn frequencies(&self, rotary_dim: u32, base: f64) -> Frequencies {
+        let Yarn {
             factor,
             original_max_position_embeddings,
             beta_fast,
@@ -310,10 +324,7 @@ impl Scaling {
             mscale_all_dim,
             attention_factor,
             truncate,
-        } = self
-        else {
-            unreachable!("called for YaRN")
-        };
+        } = self;
         let r = f64::from(rotary_dim);
         let orig = *original_max_position_embeddings as f64;
         // The dimension (2j) whose wavelength makes `rotations` turns over `orig` positions:
@@ -352,18 +363,17 @@ impl Scaling {
             attention_factor,
         }
     }
+}
 
+impl Llama3 {
     /// Llama 3 (checked parameters): wavelength bands, in HF's order.
-    fn llama3_frequencies(&self, rotary_dim: u32, base: f64) -> Frequencies {
-        let Scaling::Llama3 {
+    fn frequencies(&self, rotary_dim: u32, base: f64) -> Frequencies {
+        let Llama3 {
             factor,
             low_freq_factor,
             high_freq_factor,
             original_max_position_embeddings,
-        } = self
-        else {
-            unreachable!("called for Llama 3")
-        };
+        } = self;
         let orig = *original_max_position_embeddings as f64;
         let low_freq_wavelen = orig / low_freq_factor;
         let high_freq_wavelen = orig / high_freq_factor;
@@ -387,20 +397,19 @@ impl Scaling {
             .collect();
         unit(inv_freq)
     }
+}
 
+impl LongRope {
     /// LongRoPE (checked parameters, lists of r/2 factors): the long factors past the
     /// original length, and the attention factor.
-    fn longrope_frequencies(&self, rotary_dim: u32, base: f64, seq_len: u64) -> Frequencies {
-        let Scaling::LongRope {
+    fn frequencies(&self, rotary_dim: u32, base: f64, seq_len: u64) -> Frequencies {
+        let LongRope {
             short_factor,
             long_factor,
             original_max_position_embeddings: orig,
             max_position_embeddings,
             attention_factor,
-        } = self
-        else {
-            unreachable!("called for LongRoPE")
-        };
+        } = self;
         let r = f64::from(rotary_dim);
         let ext = if seq_len > *orig {
             long_factor

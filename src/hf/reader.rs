@@ -6,7 +6,9 @@ use serde_json::Value;
 
 use super::Obj;
 use super::json::{f64_or, factor_list, invalid, opt_f64, opt_u64};
-use crate::frequencies::{FrequencyError, Scaling, longrope_attention_factor};
+use crate::frequencies::{
+    FrequencyError, Llama3, LongRope, Scaling, Yarn, longrope_attention_factor,
+};
 
 /// The text config being read.
 pub(super) struct Reader<'a> {
@@ -108,12 +110,12 @@ impl<'a> Reader<'a> {
                 original_max_position_embeddings: d.need_max()?,
             },
             "yarn" => d.yarn()?,
-            "llama3" => Scaling::Llama3 {
+            "llama3" => Scaling::Llama3(Llama3 {
                 factor: d.req("factor")?,
                 low_freq_factor: d.req("low_freq_factor")?,
                 high_freq_factor: d.req("high_freq_factor")?,
                 original_max_position_embeddings: d.original()?,
-            },
+            }),
             // "su": Phi-3's legacy name (see `phi3` for what HF 5.x accepts of it).
             "longrope" | "su" => d.longrope()?,
             "proportional" => Scaling::Proportional {
@@ -230,7 +232,7 @@ impl DictRead<'_> {
             Some(Value::Null) => false,
             Some(v) => return Err(invalid("truncate", "a boolean", v)),
         };
-        Ok(Scaling::Yarn {
+        Ok(Scaling::Yarn(Yarn {
             factor,
             original_max_position_embeddings: orig,
             beta_fast: f64_or(self.dict, "beta_fast", 32.0)?,
@@ -239,7 +241,7 @@ impl DictRead<'_> {
             mscale_all_dim: opt_f64(self.dict, "mscale_all_dim")?.unwrap_or(0.0),
             attention_factor: opt_f64(self.dict, "attention_factor")?,
             truncate,
-        })
+        }))
     }
 
     /// LongRoPE: the attention factor from the dict's `factor`, else max / original,
@@ -258,12 +260,12 @@ impl DictRead<'_> {
             }
         };
         let rt = self.rope_type.as_str();
-        Ok(Scaling::LongRope {
+        Ok(Scaling::LongRope(LongRope {
             short_factor: factor_list(self.dict, "short_factor", rt)?,
             long_factor: factor_list(self.dict, "long_factor", rt)?,
             original_max_position_embeddings: orig,
             max_position_embeddings: max,
             attention_factor: Some(attention_factor),
-        })
+        }))
     }
 }
