@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::kernels::pass::EncodeReport;
 use crate::kernels::passes::{CacheUsage, Passes};
 use crate::kernels::rope::{Rope, RopeCall};
+use crate::kernels::sinusoidal::SinusoidalOp;
 use crate::positions::{HostPositions, Positions};
 use crate::spec::{RopeSpec, SinusoidalSpec};
 use crate::tensor::{ArrayView, Layout, TensorView};
@@ -214,7 +215,22 @@ impl PosEnc {
         data: &mut [f32],
         positions: HostPositions<'_>,
     ) -> Result<()> {
-        self.passes.rope_host(spec, layout, data, positions)
+        // HF's rule for length-dependent scalings, from the positions the host holds.
+        let mut spec = spec.clone();
+        if spec.scaling.needs_seq_len() && spec.scaling_seq_len.is_none() {
+            positions.check_lengths(layout.shape[0], layout.shape[2])?;
+            let axes = if spec.mrope.is_some() { 3 } else { 1 };
+            spec.scaling_seq_len = Some(positions.seq_len(&layout, axes));
+        }
+        self.passes.in_place_at_positions(
+            layout,
+            data,
+            positions,
+            |passes, encoder, x, positions| {
+                let call = RopeCall::new(x, positions);
+                passes.encode_rope_call(encoder, &spec, &call).map(drop)
+            },
+        )
     }
 }
 
@@ -230,8 +246,8 @@ impl PosEnc {
         table: &TensorView<'_>,
         start: u32,
     ) -> Result<EncodeReport> {
-        self.passes
-            .encode_sinusoidal_table(encoder, spec, table, start)
+        let op = SinusoidalOp::Table { start };
+        self.passes.encode_sinusoidal(encoder, spec, table, op)
     }
 
     /// Records the fused `x = x * scale + PE` over embeddings `x` (e.g. [`Layout::bsd`]) at
@@ -245,8 +261,8 @@ impl PosEnc {
         positions: Positions<ArrayView<'_>>,
         scale: f32,
     ) -> Result<EncodeReport> {
-        self.passes
-            .encode_sinusoidal_add(encoder, spec, x, positions, scale)
+        let op = SinusoidalOp::Add { positions, scale };
+        self.passes.encode_sinusoidal(encoder, spec, x, op)
     }
 
     /// The sinusoidal table `[seq, d_model]` for positions `start..start + seq`.
@@ -256,7 +272,15 @@ impl PosEnc {
         seq: u64,
         start: u32,
     ) -> Result<Vec<f32>> {
-        self.passes.sinusoidal_table_host(spec, seq, start)
+        spec.validate()?;
+        let layout = Layout::rows(seq, spec.d_model);
+        self.passes
+            .fill_new("the sinusoidal table", layout, |passes, encoder, table| {
+                let op = SinusoidalOp::Table { start };
+                passes
+                    .encode_sinusoidal(encoder, spec, &table, op)
+                    .map(drop)
+            })
     }
 
     /// `x = x * scale + PE` in place over embeddings laid out as `layout` says.
@@ -268,7 +292,14 @@ impl PosEnc {
         positions: HostPositions<'_>,
         scale: f32,
     ) -> Result<()> {
-        self.passes
-            .sinusoidal_add_host(spec, layout, data, positions, scale)
+        self.passes.in_place_at_positions(
+            layout,
+            data,
+            positions,
+            |passes, encoder, x, positions| {
+                let op = SinusoidalOp::Add { positions, scale };
+                passes.encode_sinusoidal(encoder, spec, &x, op).map(drop)
+            },
+        )
     }
 }

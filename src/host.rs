@@ -2,85 +2,48 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::passes::Passes;
-use crate::kernels::rope::{RopeCall, check_contiguous_positions};
 use crate::positions::{HostPositions, Positions};
-use crate::spec::{RopeSpec, SinusoidalSpec};
 use crate::tensor::{ArrayView, Layout, TensorView};
 
 impl Passes {
-    /// RoPE in place over `data`, laid out as `layout` says (f32). Blocks until done.
-    pub(crate) fn rope_host(
+    /// Checks and uploads host `positions` for a view laid out as `layout`, uploads `data`,
+    /// lets `encode` record work on the view and the uploaded positions, submits, and reads
+    /// `data` back.
+    pub(crate) fn in_place_at_positions(
         &self,
-        spec: &RopeSpec,
         layout: Layout,
         data: &mut [f32],
         positions: HostPositions<'_>,
+        encode: impl FnOnce(
+            &Self,
+            &mut wgpu::CommandEncoder,
+            TensorView<'_>,
+            Positions<ArrayView<'_>>,
+        ) -> Result<()>,
     ) -> Result<()> {
         check_host_positions(&positions, &layout)?;
-        // HF's rule for length-dependent scalings, from the positions the host holds.
-        let mut spec = spec.clone();
-        if spec.scaling.needs_seq_len() && spec.scaling_seq_len.is_none() {
-            let axes = if spec.mrope.is_some() { 3 } else { 1 };
-            spec.scaling_seq_len = Some(positions.seq_len(&layout, axes));
-        }
-        let uploaded = self.upload_positions(&positions)?;
+        let uploaded = positions.try_map(0, 0, |v, _| self.upload(v, "wgpu-posenc positions"))?;
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
             let positions = uploaded.as_ref().map(ArrayView::new);
-            let call = RopeCall::new(TensorView::new(buffer, layout), positions);
-            ctx.encode_rope_call(encoder, &spec, &call).map(drop)
+            encode(ctx, encoder, TensorView::new(buffer, layout), positions)
         })
     }
 
-    /// The sinusoidal table `[seq, d_model]` for positions `start..start + seq`.
-    pub(crate) fn sinusoidal_table_host(
+    /// A new f32 tensor of `layout` (zeros), `encode` recorded on it, read back.
+    pub(crate) fn fill_new(
         &self,
-        spec: &SinusoidalSpec,
-        seq: u64,
-        start: u32,
+        what: &'static str,
+        layout: Layout,
+        encode: impl FnOnce(&Self, &mut wgpu::CommandEncoder, TensorView<'_>) -> Result<()>,
     ) -> Result<Vec<f32>> {
-        spec.validate()?;
-        let layout = Layout::rows(seq, spec.d_model);
-        let len = seq.checked_mul(spec.d_model).ok_or(Error::ShapeOverflow {
-            shape: layout.shape,
-            strides: layout.strides,
-            limit: "u64",
+        let len = layout.end()?;
+        // Before allocating: the tensor must fit one buffer of the device.
+        self.check_buffer_size(what, len.saturating_mul(size_of::<f32>() as u64))?;
+        let mut data = vec![0.0f32; len as usize];
+        self.run_in_place(layout, &mut data, |ctx, encoder, buffer| {
+            encode(ctx, encoder, TensorView::new(buffer, layout))
         })?;
-        // Before allocating: the table must fit one buffer of the device.
-        self.check_buffer_size(
-            "the sinusoidal table",
-            len.saturating_mul(size_of::<f32>() as u64),
-        )?;
-        check_contiguous_positions(start, seq)?;
-        let mut table = vec![0.0f32; len as usize];
-        self.run_in_place(layout, &mut table, |ctx, encoder, buffer| {
-            ctx.encode_sinusoidal_table(encoder, spec, &TensorView::new(buffer, layout), start)
-                .map(drop)
-        })?;
-        Ok(table)
-    }
-
-    /// `x = x * scale + PE` in place over embeddings laid out as `layout` says.
-    pub(crate) fn sinusoidal_add_host(
-        &self,
-        spec: &SinusoidalSpec,
-        layout: Layout,
-        data: &mut [f32],
-        positions: HostPositions<'_>,
-        scale: f32,
-    ) -> Result<()> {
-        check_host_positions(&positions, &layout)?;
-        let uploaded = self.upload_positions(&positions)?;
-        self.run_in_place(layout, data, |ctx, encoder, buffer| {
-            let positions = uploaded.as_ref().map(ArrayView::new);
-            let view = TensorView::new(buffer, layout);
-            ctx.encode_sinusoidal_add(encoder, spec, &view, positions, scale)
-                .map(drop)
-        })
-    }
-
-    /// Uploads the arrays of host positions (their lengths were checked on the host).
-    fn upload_positions(&self, positions: &HostPositions<'_>) -> Result<Positions<wgpu::Buffer>> {
-        positions.try_map(0, 0, |v, _| self.upload(v, "wgpu-posenc positions"))
+        Ok(data)
     }
 
     fn upload(&self, data: &[u32], label: &'static str) -> Result<wgpu::Buffer> {

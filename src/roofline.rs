@@ -377,7 +377,6 @@ pub struct Timer {
 struct Queries {
     set: wgpu::QuerySet,
     resolve: wgpu::Buffer,
-    readback: wgpu::Buffer,
     /// Nanoseconds per timestamp tick.
     period: f64,
 }
@@ -394,19 +393,16 @@ impl Timer {
             ty: wgpu::QueryType::Timestamp,
             count: 2,
         });
-        let buffer = |usage| {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("wgpu-posenc timer"),
-                size: 16,
-                usage,
-                mapped_at_creation: false,
-            })
-        };
+        let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("wgpu-posenc timer"),
+            size: 16,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
         Self {
             queries: Some(Queries {
                 set,
-                resolve: buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
-                readback: buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+                resolve,
                 period: f64::from(ctx.queue().get_timestamp_period()),
             }),
         }
@@ -454,29 +450,19 @@ impl Timer {
         if let Some(q) = &self.queries {
             stamp(&mut encoder, q, 1);
             encoder.resolve_query_set(&q.set, 0..2, &q.resolve, 0);
-            encoder.copy_buffer_to_buffer(&q.resolve, 0, &q.readback, 0, 16);
         }
         ctx.queue().submit([encoder.finish()]);
         let Some(q) = &self.queries else {
             device.poll(wgpu::PollType::wait_indefinitely())?;
             return Ok(started.elapsed().as_secs_f64());
         };
-        let slice = q.readback.slice(..);
-        let (sender, receiver) = futures_intrusive::channel::shared::oneshot_channel();
-        slice.map_async(wgpu::MapMode::Read, move |result| {
-            let _ = sender.send(result);
-        });
-        device.poll(wgpu::PollType::wait_indefinitely())?;
-        match pollster::block_on(receiver.receive()) {
-            Some(result) => result?,
-            None => unreachable!("map_async callbacks run before poll(Wait) returns"),
-        }
-        let ticks = {
-            let view = slice.get_mapped_range()?;
-            let t: &[u64] = bytemuck::cast_slice(&view);
-            t[1].wrapping_sub(t[0])
-        };
-        q.readback.unmap();
+        let bytes = ctx.read_buffer(&q.resolve)?;
+        let ticks: [u64; 2] =
+            bytemuck::try_pod_read_unaligned(&bytes).map_err(|e| Error::Device {
+                what: "reading the timestamps",
+                message: e.to_string(),
+            })?;
+        let ticks = ticks[1].wrapping_sub(ticks[0]);
         Ok(ticks as f64 * q.period * 1e-9)
     }
 }

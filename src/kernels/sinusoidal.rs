@@ -9,50 +9,52 @@ use crate::positions::Positions;
 use crate::spec::SinusoidalSpec;
 use crate::tensor::{ArrayView, TensorView};
 
-impl Passes {
-    /// Records the sinusoidal table into `table` (rows of `d_model`, e.g. [`Layout::rows`]):
-    /// row `s` gets the encoding of position `start + s`. Every (batch, head) copy of the view
-    /// gets the same rows.
-    ///
-    /// [`Layout::rows`]: crate::Layout::rows
-    pub(crate) fn encode_sinusoidal_table(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        spec: &SinusoidalSpec,
-        table: &TensorView<'_>,
-        start: u32,
-    ) -> Result<EncodeReport> {
-        check_contiguous_positions(start, table.layout.shape[2])?;
-        self.sinusoidal_pass(encoder, spec, table, PassPositions::Start(start), None)
-    }
+/// What a sinusoidal pass writes.
+pub(crate) enum SinusoidalOp<'a> {
+    /// The table: row `s` of every (batch, head) copy of the view gets the encoding of
+    /// position `start + s`.
+    Table { start: u32 },
+    /// `x = x * scale + PE` over embeddings at `positions`.
+    Add {
+        positions: Positions<ArrayView<'a>>,
+        scale: f32,
+    },
+}
 
-    /// Records the fused `x = x * scale + PE` over embeddings `x` (e.g. [`Layout::bsd`]) at
-    /// `positions` (a start, per-row starts, or ids; fairseq maps padding tokens to its
-    /// padding index). The original Transformer uses `scale = sqrt(d_model)`.
-    ///
-    /// [`Layout::bsd`]: crate::Layout::bsd
-    pub(crate) fn encode_sinusoidal_add(
+impl Passes {
+    /// Records the sinusoidal operation `op` over `x` (rows of `d_model`).
+    pub(crate) fn encode_sinusoidal(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         spec: &SinusoidalSpec,
         x: &TensorView<'_>,
-        positions: Positions<ArrayView<'_>>,
-        scale: f32,
+        op: SinusoidalOp<'_>,
     ) -> Result<EncodeReport> {
-        if !scale.is_finite() {
-            return Err(Error::InvalidParameter {
-                what: "scale",
-                value: f64::from(scale),
-                need: "a finite number",
-            });
-        }
-        if matches!(positions, Positions::Axes(_)) {
-            return Err(Error::PositionsMismatch(
-                "the sinusoidal encoding has one position per token, not M-RoPE axes",
-            ));
-        }
-        let (positions, _) = resolve_positions(positions, &x.layout, false)?;
-        self.sinusoidal_pass(encoder, spec, x, positions, Some(scale))
+        let (positions, add) = match op {
+            SinusoidalOp::Table { start } => {
+                check_contiguous_positions(start, x.layout.shape[2])?;
+                (PassPositions::Start(start), None)
+            }
+            SinusoidalOp::Add { positions, scale } => {
+                if !scale.is_finite() {
+                    return Err(Error::InvalidParameter {
+                        what: "scale",
+                        value: f64::from(scale),
+                        need: "a finite number",
+                    });
+                }
+                if matches!(positions, Positions::Axes(_)) {
+                    return Err(Error::PositionsMismatch(
+                        "the sinusoidal encoding has one position per token, not M-RoPE axes",
+                    ));
+                }
+                (
+                    resolve_positions(positions, &x.layout, false)?.0,
+                    Some(scale),
+                )
+            }
+        };
+        self.sinusoidal_pass(encoder, spec, x, positions, add)
     }
 
     fn sinusoidal_pass(
