@@ -531,6 +531,17 @@ pub enum FrequencyError {
         /// What it is.
         found: String,
     },
+    /// A key of the HF config is not of the JSON type transformers reads it as.
+    #[error(
+        "the HF config's `{key}`: {message}; compare it with the model's config.json as \
+         published"
+    )]
+    ConfigKeyType {
+        /// The key, with the keys that hold it (`rope_scaling.factor`).
+        key: String,
+        /// What serde found and expected.
+        message: String,
+    },
     /// The HF config's `model_type` is not a family whose RoPE this crate reads.
     #[error(
         "model_type \"{model_type}\" is not a family this crate reads RoPE for (llama, mistral, \

@@ -894,10 +894,29 @@ mod hf_config {
                 ..
             }
         ));
-        assert!(matches!(
-            err(r#"{"rope_scaling": {"rope_type": "linear", "factor": "4"}}"#),
-            FrequencyError::InvalidConfigValue { .. }
-        ));
+        // A value of the wrong JSON type names its path.
+        let key = |e: FrequencyError| match e {
+            FrequencyError::ConfigKeyType { key, .. } => key,
+            other => panic!("{other}"),
+        };
+        assert_eq!(
+            key(err(
+                r#"{"rope_scaling": {"rope_type": "linear", "factor": "4"}}"#
+            )),
+            "rope_scaling.factor"
+        );
+        assert_eq!(
+            key(err(r#"{"max_position_embeddings": 4096.5}"#)),
+            "max_position_embeddings"
+        );
+        assert_eq!(key(err(r#"{"rope_scaling": 8}"#)), "rope_scaling");
+        assert_eq!(
+            key(err(
+                r#"{"max_position_embeddings": 8, "rope_scaling": {"type": "longrope",
+                  "short_factor": [1.0, "x"], "long_factor": [1.0, 1.0]}}"#
+            )),
+            "rope_scaling.short_factor[1]"
+        );
         assert!(matches!(
             err(r#"{"rope_scaling": {"rope_type": "linear", "factor": 0.5}}"#),
             FrequencyError::InvalidFactor { .. }
@@ -911,7 +930,7 @@ mod hf_config {
                 r#"{"max_position_embeddings": 8, "rope_scaling": {"type": "longrope",
                   "short_factor": [1.0, "x"], "long_factor": [1.0, 1.0]}}"#
             ),
-            FrequencyError::InvalidConfigValue { .. }
+            FrequencyError::ConfigKeyType { .. }
         ));
         // Gemma 3 style: one parameter set per layer type.
         let gemma = r#"{"rope_parameters": {

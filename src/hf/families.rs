@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::json::{invalid, opt_f64, opt_u64, truthy};
+use super::config::{Obj, RopeDict, Whole, parse, truthy};
 use super::reader::Reader;
-use super::{HfRope, LayerRope, Obj};
+use super::{HfRope, LayerRope};
 use crate::error::Result;
 use crate::frequencies::FrequencyError;
 use crate::spec::{PairLayout, RopeSpec};
@@ -15,11 +15,8 @@ impl Reader<'_> {
     /// default type ignores `partial_rotary_factor`; scaled types with one make HF fail).
     pub(super) fn llama_like(&self, default_theta: f64, layout: PairLayout) -> Result<LayerRope> {
         let dict = self.rope_dict()?;
-        let (scaling, rope_type) = self.scaling(dict, None)?;
-        let partial = match opt_f64(dict, "partial_rotary_factor")? {
-            Some(p) => Some(p),
-            None => opt_f64(self.text, "partial_rotary_factor")?,
-        };
+        let (scaling, rope_type) = self.scaling(&dict, None)?;
+        let partial = self.partial_rotary_factor(&dict);
         if rope_type != "default" && partial.is_some_and(|p| p != 1.0) {
             return Err(FrequencyError::HfRejects {
                 what: "partial_rotary_factor with a scaled rope type in a llama-style family \
@@ -31,7 +28,7 @@ impl Reader<'_> {
         let head_dim = self.head_dim(None)?;
         Ok(LayerRope {
             spec: RopeSpec::new()
-                .base(self.theta(dict, default_theta)?)
+                .base(self.theta(&dict, default_theta))
                 .pair_layout(layout)
                 .scaling(scaling),
             head_dim,
@@ -64,15 +61,15 @@ impl Reader<'_> {
     /// dict's gaps; top-level `rope_theta` / `partial_rotary_factor` are not read.
     pub(super) fn gpt_neox(&self) -> Result<LayerRope> {
         let dict = self.rope_dict()?;
-        let (scaling, _) = self.scaling(dict, None)?;
-        let theta = match opt_f64(dict, "rope_theta")? {
-            Some(t) => t,
-            None => opt_f64(self.text, "rotary_emb_base")?.unwrap_or(10_000.0),
-        };
-        let partial = match opt_f64(dict, "partial_rotary_factor")? {
-            Some(p) => p,
-            None => opt_f64(self.text, "rotary_pct")?.unwrap_or(0.25),
-        };
+        let (scaling, _) = self.scaling(&dict, None)?;
+        let theta = dict
+            .rope_theta
+            .or(self.text.rotary_emb_base)
+            .unwrap_or(10_000.0);
+        let partial = dict
+            .partial_rotary_factor
+            .or(self.text.rotary_pct)
+            .unwrap_or(0.25);
         let spec = RopeSpec::new().base(theta).scaling(scaling);
         Ok(Self::partial(spec, self.head_dim(None)?, partial)?)
     }
@@ -81,12 +78,14 @@ impl Reader<'_> {
     /// field (default 4096) that overrides the dict; partial rotary from the dict, else the
     /// top level.
     pub(super) fn phi3(&self) -> Result<LayerRope> {
-        let dict = self.rope_dict()?;
-        let rope_type = Self::rope_type(dict)?;
-        let original = opt_u64(self.text, "original_max_position_embeddings")?.unwrap_or(4096);
-        let mut dict = dict.clone();
+        let mut dict = self.rope_dict()?;
+        let rope_type = dict.kind().to_string();
+        let original = self
+            .text
+            .original_max_position_embeddings
+            .map_or(4096, |w| w.0);
         if matches!(rope_type.as_str(), "su" | "yarn") {
-            if rope_type == "su" && !dict.contains_key("original_max_position_embeddings") {
+            if rope_type == "su" && dict.original_max_position_embeddings.is_none() {
                 // transformers 5.24 renames "su" only after checking the keys of "longrope".
                 return Err(FrequencyError::HfRejects {
                     what: "a Phi-3 rope_scaling of legacy type \"su\" without its own \
@@ -95,15 +94,12 @@ impl Reader<'_> {
                 }
                 .into());
             }
-            dict.insert("rope_type".into(), Value::from("longrope"));
+            dict.rope_type = Some("longrope".into());
         }
         let (scaling, _) = self.scaling(&dict, Some(original))?;
-        let partial = match opt_f64(&dict, "partial_rotary_factor")? {
-            Some(p) => p,
-            None => opt_f64(self.text, "partial_rotary_factor")?.unwrap_or(1.0),
-        };
+        let partial = self.partial_rotary_factor(&dict).unwrap_or(1.0);
         let spec = RopeSpec::new()
-            .base(self.theta(&dict, 10_000.0)?)
+            .base(self.theta(&dict, 10_000.0))
             .scaling(scaling);
         Ok(Self::partial(spec, self.head_dim(None)?, partial)?)
     }
@@ -111,21 +107,25 @@ impl Reader<'_> {
     /// GPT-J: base 10000 hard-coded, interleaved pairs in the first `rotary_dim` (default
     /// 64) lanes; rope keys are not read.
     pub(super) fn gptj(&self) -> Result<LayerRope> {
-        let embd = opt_u64(self.text, "n_embd")?.or(opt_u64(self.text, "hidden_size")?);
-        let heads = opt_u64(self.text, "n_head")?.or(opt_u64(self.text, "num_attention_heads")?);
-        let head_dim = match (embd, heads) {
-            (Some(e), Some(h)) if h > 0 => e / h,
+        let t = self.text;
+        let head_dim = match (
+            t.n_embd.or(t.hidden_size),
+            t.n_head.or(t.num_attention_heads),
+        ) {
+            (Some(e), Some(h)) if h.0 > 0 => e.0 / h.0,
             _ => 4096 / 16,
         };
-        let r = match self.text.get("rotary_dim") {
+        let r = match t.rotary_dim {
             None => 64,
-            Some(v) => opt_u64(self.text, "rotary_dim")?.ok_or_else(|| {
-                invalid(
-                    "rotary_dim",
-                    "a whole number (null makes HF's table n_embd wide)",
-                    v,
-                )
-            })?,
+            Some(Some(Whole(r))) => r,
+            Some(None) => {
+                return Err(FrequencyError::InvalidConfigValue {
+                    key: "rotary_dim".into(),
+                    expected: "a whole number (null makes HF's table n_embd wide)",
+                    found: "null".into(),
+                }
+                .into());
+            }
         };
         let spec = RopeSpec::new()
             .base(10_000.0)
@@ -137,17 +137,12 @@ impl Reader<'_> {
     /// interleaved (V3-style families: `rope_interleave`, default true).
     pub(super) fn deepseek(&self, v3: bool) -> Result<LayerRope> {
         let dict = self.rope_dict()?;
-        let (scaling, _) = self.scaling(dict, None)?;
-        let head_dim = opt_u64(self.text, "qk_rope_head_dim")?.unwrap_or(64);
-        let interleaved = !v3
-            || match self.text.get("rope_interleave") {
-                None | Some(Value::Null) => true,
-                Some(Value::Bool(b)) => *b,
-                Some(v) => return Err(invalid("rope_interleave", "a boolean", v).into()),
-            };
+        let (scaling, _) = self.scaling(&dict, None)?;
+        let head_dim = self.text.qk_rope_head_dim.map_or(64, |w| w.0);
+        let interleaved = !v3 || self.text.rope_interleave.unwrap_or(true);
         Ok(LayerRope {
             spec: RopeSpec::new()
-                .base(self.theta(dict, 10_000.0)?)
+                .base(self.theta(&dict, 10_000.0))
                 .scaling(scaling)
                 .pair_layout(if interleaved {
                     PairLayout::Interleaved
@@ -167,31 +162,21 @@ impl Reader<'_> {
         interleaved: bool,
         default_head_dim: Option<u64>,
     ) -> Result<LayerRope> {
-        let mut dict = self.rope_dict()?.clone();
-        if Self::rope_type(&dict)? == "mrope" {
-            dict.insert("rope_type".into(), Value::from("default"));
+        let mut dict = self.rope_dict()?;
+        if dict.kind() == "mrope" {
+            dict.rope_type = Some("default".into());
         }
         let (scaling, _) = self.scaling(&dict, None)?;
-        let section = match dict.get("mrope_section") {
-            None | Some(Value::Null) => default_section,
-            Some(v) => {
-                let s: Option<Vec<u64>> = v
-                    .as_array()
-                    .map(|a| a.iter().map(Value::as_u64).collect())
-                    .unwrap_or(None);
-                match s.as_deref() {
-                    Some(&[t, h, w]) => [t, h, w],
-                    _ => return Err(invalid("mrope_section", "three whole numbers", v).into()),
-                }
-            }
-        };
+        let section = dict
+            .mrope_section
+            .map_or(default_section, |s| s.map(|w| w.0));
         let head_dim = match default_head_dim {
-            Some(d) => opt_u64(self.text, "head_dim")?.unwrap_or(d),
+            Some(d) => self.text.head_dim.map_or(d, |w| w.0),
             None => self.head_dim(None)?,
         };
         Ok(LayerRope {
             spec: RopeSpec::new()
-                .base(self.theta(&dict, default_theta)?)
+                .base(self.theta(&dict, default_theta))
                 .scaling(scaling)
                 .mrope(section, interleaved),
             head_dim,
@@ -201,24 +186,23 @@ impl Reader<'_> {
     /// gpt-oss: one rotary module for every layer; YaRN 32 over 4096 (truncate false) when
     /// the file has no rope parameters.
     pub(super) fn gpt_oss(&self) -> Result<LayerRope> {
-        let dict = self.rope_dict()?;
-        let injected: Obj;
-        let dict = if dict.is_empty() {
-            injected = serde_json::json!({
-                "rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
-                "truncate": false, "original_max_position_embeddings": 4096
-            })
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-            &injected
+        let dict = if self.rope_map().is_none_or(|(m, _)| m.is_empty()) {
+            RopeDict {
+                factor: Some(Some(32.0)),
+                beta_fast: Some(32.0),
+                beta_slow: Some(1.0),
+                truncate: Some(Some(false)),
+                original_max_position_embeddings: Some(Whole(4096)),
+                rope_type: Some("yarn".into()),
+                ..RopeDict::default()
+            }
         } else {
-            dict
+            self.rope_dict()?
         };
-        let (scaling, _) = self.scaling(dict, None)?;
+        let (scaling, _) = self.scaling(&dict, None)?;
         Ok(LayerRope {
             spec: RopeSpec::new()
-                .base(self.theta(dict, 150_000.0)?)
+                .base(self.theta(&dict, 150_000.0))
                 .scaling(scaling),
             head_dim: self.head_dim(Some(64))?,
         })
@@ -229,23 +213,23 @@ impl Reader<'_> {
     /// has none).
     pub(super) fn llama4(&self, model_type: String) -> Result<HfRope> {
         let dict = self.rope_dict()?;
-        let (scaling, _) = self.scaling(dict, None)?;
+        let (scaling, _) = self.scaling(&dict, None)?;
         let rope = LayerRope {
             spec: RopeSpec::new()
-                .base(self.theta(dict, 500_000.0)?)
+                .base(self.theta(&dict, 500_000.0))
                 .scaling(scaling)
                 .pair_layout(PairLayout::Interleaved),
             head_dim: self.head_dim(Some(128))?,
         };
-        let n = self.num_layers(Some(48))?;
-        let interval = opt_u64(self.text, "no_rope_layer_interval")?
-            .unwrap_or(4)
-            .max(1);
-        let listed: Vec<bool> = match self.text.get("no_rope_layers") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(a)) => a.iter().map(truthy).collect(),
-            Some(v) => return Err(invalid("no_rope_layers", "a list", v).into()),
-        };
+        let n = self.num_layers(Some(48));
+        let interval = self.text.no_rope_layer_interval.map_or(4, |w| w.0).max(1);
+        let listed: Vec<bool> = self
+            .text
+            .no_rope_layers
+            .iter()
+            .flatten()
+            .map(truthy)
+            .collect();
         let layers = (0..n as usize)
             .map(|i| {
                 let has_rope = if listed.is_empty() {
@@ -267,41 +251,31 @@ impl Reader<'_> {
     /// scaling; local (`sliding_attention`) layers `rope_local_base_freq` (default 1e4) and
     /// none. 5.x files nest `rope_parameters` per layer type.
     pub(super) fn gemma3(&self, model_type: String) -> Result<HfRope> {
-        let head_dim = opt_u64(self.text, "head_dim")?.unwrap_or(256);
+        let head_dim = self.text.head_dim.map_or(256, |w| w.0);
         let (mut full, mut sliding) = (Obj::new(), Obj::new());
-        match self.text.get("rope_parameters") {
-            Some(Value::Object(o))
-                if o.contains_key("full_attention") || o.contains_key("sliding_attention") =>
-            {
-                for (name, target) in [
-                    ("full_attention", &mut full),
-                    ("sliding_attention", &mut sliding),
-                ] {
-                    match o.get(name) {
-                        Some(Value::Object(d)) => *target = d.clone(),
-                        None | Some(Value::Null) => {}
-                        Some(v) => return Err(invalid(name, "an object", v).into()),
-                    }
+        if let Some(o) = &self.text.rope_parameters
+            && (o.contains_key("full_attention") || o.contains_key("sliding_attention"))
+        {
+            for (name, target) in [
+                ("full_attention", &mut full),
+                ("sliding_attention", &mut sliding),
+            ] {
+                if let Some(d) = layer_dict(o, name)? {
+                    *target = d.clone();
                 }
             }
-            _ => {}
         }
         // A 4.x `rope_scaling` applies to the global layers only.
-        if let Some(Value::Object(s)) = self.text.get("rope_scaling")
-            && !s.is_empty()
-        {
-            for (k, v) in s {
-                full.insert(k.clone(), v.clone());
-            }
+        if let Some(s) = &self.text.rope_scaling {
+            full.extend(s.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
-        let theta = |d: &Obj, key: &str, default: f64| -> Result<f64, FrequencyError> {
-            Ok(match opt_f64(d, "rope_theta")? {
-                Some(t) => t,
-                None => opt_f64(self.text, key)?.unwrap_or(default),
-            })
-        };
-        let full_theta = theta(&full, "rope_theta", 1e6)?;
-        let sliding_theta = theta(&sliding, "rope_local_base_freq", 1e4)?;
+        let full: RopeDict = parse(Value::Object(full), "rope_parameters.full_attention")?;
+        let sliding: RopeDict = parse(Value::Object(sliding), "rope_parameters.sliding_attention")?;
+        let full_theta = self.theta(&full, 1e6);
+        let sliding_theta = sliding
+            .rope_theta
+            .or(self.text.rope_local_base_freq)
+            .unwrap_or(1e4);
         let mut ropes = Vec::new();
         for (d, base) in [(&sliding, sliding_theta), (&full, full_theta)] {
             let (scaling, _) = self.scaling(d, None)?;
@@ -310,7 +284,7 @@ impl Reader<'_> {
                 head_dim,
             });
         }
-        let layers = self.sliding_or_full(Some(26), false)?;
+        let layers = self.sliding_or_full(Some(26), false);
         let mut ropes = ropes.into_iter();
         Ok(HfRope {
             model_type,
@@ -326,36 +300,36 @@ impl Reader<'_> {
     /// base 1e4 over `head_dim`, global layers proportional with `partial_rotary_factor`
     /// 0.25 and base 1e6 over `global_head_dim`, default 512).
     pub(super) fn gemma4(&self, model_type: String) -> Result<HfRope> {
-        let nested = match self.text.get("rope_parameters") {
-            Some(Value::Object(o)) => o.clone(),
-            None | Some(Value::Null) => Obj::new(),
-            Some(v) => return Err(invalid("rope_parameters", "an object", v).into()),
-        };
-        let defaults = serde_json::json!({
-            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
-            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
-                               "rope_theta": 1000000.0},
-        });
+        let empty = Obj::new();
+        let nested = self.text.rope_parameters.as_ref().unwrap_or(&empty);
+        let defaults = [
+            RopeDict::of_type("default", 10_000.0),
+            RopeDict {
+                partial_rotary_factor: Some(0.25),
+                ..RopeDict::of_type("proportional", 1_000_000.0)
+            },
+        ];
         let head_dims = [
-            opt_u64(self.text, "head_dim")?.unwrap_or(256),
-            opt_u64(self.text, "global_head_dim")?.unwrap_or(512),
+            self.text.head_dim.map_or(256, |w| w.0),
+            self.text.global_head_dim.map_or(512, |w| w.0),
         ];
         let mut layer_types = Vec::new();
-        for (name, head_dim) in ["sliding_attention", "full_attention"]
+        for ((name, head_dim), default) in ["sliding_attention", "full_attention"]
             .into_iter()
             .zip(head_dims)
+            .zip(defaults)
         {
             let dict = match nested.get(name) {
-                Some(Value::Object(d)) => d.clone(),
+                None => default,
+                // A layer type whose parameters are null has no RoPE.
                 Some(Value::Null) => {
                     layer_types.push((name.to_string(), None));
                     continue;
                 }
-                None => defaults[name].as_object().cloned().unwrap_or_default(),
-                Some(v) => return Err(invalid(name, "an object", v).into()),
+                Some(v) => parse(v.clone(), &format!("rope_parameters.{name}"))?,
             };
             let (scaling, _) = self.scaling(&dict, None)?;
-            let base = opt_f64(&dict, "rope_theta")?.unwrap_or(10_000.0);
+            let base = dict.rope_theta.unwrap_or(10_000.0);
             layer_types.push((
                 name.to_string(),
                 Some(LayerRope {
@@ -364,11 +338,23 @@ impl Reader<'_> {
                 }),
             ));
         }
-        let layers = self.sliding_or_full(None, true)?;
+        let layers = self.sliding_or_full(None, true);
         Ok(HfRope {
             model_type,
             layer_types,
             layers,
         })
+    }
+}
+
+/// The dict of layer type `name` in per-layer `rope_parameters` (`None`: absent or null).
+fn layer_dict<'a>(o: &'a Obj, name: &str) -> std::result::Result<Option<&'a Obj>, FrequencyError> {
+    match o.get(name) {
+        Some(Value::Object(d)) => Ok(Some(d)),
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => Err(FrequencyError::ConfigKeyType {
+            key: format!("rope_parameters.{name}"),
+            message: format!("expected an object, found {}", super::config::kind(v)),
+        }),
     }
 }

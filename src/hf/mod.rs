@@ -9,19 +9,27 @@
 //! fixture under `tests/data/hf/configs/` against rotations computed by transformers' own
 //! rotary modules. A family this module does not know is an error, never a guess.
 
+mod config;
 mod families;
-mod json;
 mod reader;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::frequencies::{FrequencyError, Scaling};
 use crate::spec::{PairLayout, RopeSpec};
-use json::{kind, object, opt_f64, str_key};
+use config::{TextConfig, TopConfig, kind, parse};
 use reader::Reader;
 
-type Obj = Map<String, Value>;
+/// `config` as an object of type `T` (read from the top level).
+fn top_level<T: serde::de::DeserializeOwned>(config: &Value) -> Result<T, FrequencyError> {
+    if !config.is_object() {
+        return Err(FrequencyError::ConfigNotObject {
+            found: kind(config),
+        });
+    }
+    parse(config.clone(), "")
+}
 
 /// The RoPE of one layer type of a model.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,24 +59,24 @@ impl HfRope {
     /// Reads `config` (the contents of `config.json`) as transformers 5.x does. Needs the
     /// cargo feature `hf-config`.
     pub fn from_config(config: &Value) -> Result<Self> {
-        let top = object(config)?;
-        let model_type = str_key(top, "model_type")?
-            .ok_or(FrequencyError::MissingConfigKey {
-                key: "model_type",
-                rope_type: "any".into(),
-            })?
-            .to_string();
+        let top: TopConfig = top_level(config)?;
+        let model_type = top.model_type.ok_or(FrequencyError::MissingConfigKey {
+            key: "model_type",
+            rope_type: "any".into(),
+        })?;
         // The language model's config: `text_config` where there is one; Qwen2-VL files of
         // transformers 4.x are flat and build it from the top-level keys.
-        let (text, text_type) = match top.get("text_config") {
-            Some(Value::Object(t)) => {
-                let own = str_key(t, "model_type")?.map(str::to_string);
-                (t, own.unwrap_or_else(|| format!("{model_type}_text")))
-            }
-            _ => (top, model_type.clone()),
+        let text: TextConfig = match top.text_config {
+            Some(t) => parse(Value::Object(t), "text_config")?,
+            None => top_level(config)?,
+        };
+        let text_type = match (&text.model_type, top_has_text(config)) {
+            (Some(own), true) => own.clone(),
+            (None, true) => format!("{model_type}_text"),
+            (_, false) => model_type,
         };
         let family = text_type.strip_suffix("_text").unwrap_or(&text_type);
-        let read = Reader { text };
+        let read = Reader { text: &text };
         let rope = match family {
             "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe" => {
                 read.llama_like(10_000.0, PairLayout::HalfSplit)?
@@ -93,7 +101,7 @@ impl HfRope {
                 .into());
             }
         };
-        let layers = read.num_layers(None)?;
+        let layers = read.num_layers(None);
         Ok(Self {
             model_type: text_type,
             layer_types: vec![("full_attention".into(), Some(rope))],
@@ -141,6 +149,11 @@ impl HfRope {
     }
 }
 
+/// Whether `config` has a `text_config` object.
+fn top_has_text(config: &Value) -> bool {
+    config.get("text_config").is_some_and(Value::is_object)
+}
+
 impl RopeSpec {
     /// The spec of a model from its HF transformers `config.json`, read as transformers 5.x
     /// reads it (see [`HfRope::from_config`]): base, rotary width, pair layout, scaling and
@@ -183,17 +196,12 @@ impl Scaling {
     ///   defaults to true (null is false); dynamic NTK's original length is
     ///   `max_position_embeddings`.
     pub fn from_hf_config(config: &Value) -> Result<(Scaling, f64, Option<f64>), FrequencyError> {
-        let top = object(config).map_err(|_| FrequencyError::ConfigNotObject {
-            found: kind(config),
-        })?;
-        let read = Reader { text: top };
+        let text: TextConfig = top_level(config)?;
+        let read = Reader { text: &text };
         let dict = read.rope_dict()?;
-        let theta = read.theta(dict, 10_000.0)?;
-        let partial = match opt_f64(dict, "partial_rotary_factor")? {
-            Some(p) => Some(p),
-            None => opt_f64(top, "partial_rotary_factor")?,
-        };
-        let (scaling, _) = read.scaling(dict, None)?;
+        let theta = read.theta(&dict, 10_000.0);
+        let partial = read.partial_rotary_factor(&dict);
+        let (scaling, _) = read.scaling(&dict, None)?;
         Ok((scaling, theta, partial))
     }
 }

@@ -4,57 +4,64 @@
 
 use serde_json::Value;
 
-use super::Obj;
-use super::json::{f64_or, factor_list, invalid, opt_f64, opt_u64};
+use super::config::{LayerKind, Obj, RopeDict, TextConfig, parse};
 use crate::frequencies::{
     FrequencyError, Llama3, LongRope, Scaling, Yarn, longrope_attention_factor,
 };
 
 /// The text config being read.
 pub(super) struct Reader<'a> {
-    pub(super) text: &'a Obj,
+    pub(super) text: &'a TextConfig,
 }
 
-static EMPTY: std::sync::LazyLock<Obj> = std::sync::LazyLock::new(Obj::new);
+impl Reader<'_> {
+    /// The raw parameter dict and its key: `rope_scaling` when it is a non-empty object,
+    /// else `rope_parameters`; `None` when neither is there.
+    pub(super) fn rope_map(&self) -> Option<(&Obj, &'static str)> {
+        match (&self.text.rope_scaling, &self.text.rope_parameters) {
+            (Some(s), _) if !s.is_empty() => Some((s, "rope_scaling")),
+            (_, Some(p)) => Some((p, "rope_parameters")),
+            _ => None,
+        }
+    }
 
-impl<'a> Reader<'a> {
-    /// `rope_scaling` when it is a non-empty object, else `rope_parameters`, else `{}`.
-    pub(super) fn rope_dict(&self) -> Result<&'a Obj, FrequencyError> {
-        match self.text.get("rope_scaling") {
-            Some(Value::Object(o)) if !o.is_empty() => return Ok(o),
-            None | Some(Value::Null) | Some(Value::Object(_)) => {}
-            Some(v) => return Err(invalid("rope_scaling", "an object", v)),
+    /// The parameter dict (see [`Reader::rope_map`]; empty when there is none). One dict per
+    /// layer type is an error: only the families that have them read them.
+    pub(super) fn rope_dict(&self) -> Result<RopeDict, FrequencyError> {
+        let Some((map, key)) = self.rope_map() else {
+            return Ok(RopeDict::default());
+        };
+        if !map.is_empty() && map.values().all(|v| v.is_object() || v.is_null()) {
+            return Err(FrequencyError::PerLayerRopeParameters {
+                layer_types: map.keys().cloned().collect::<Vec<_>>().join(", "),
+            });
         }
-        match self.text.get("rope_parameters") {
-            Some(Value::Object(o)) => Ok(o),
-            None | Some(Value::Null) => Ok(&EMPTY),
-            Some(v) => Err(invalid("rope_parameters", "an object", v)),
-        }
+        parse(Value::Object(map.clone()), key)
     }
 
     /// The dict's `rope_theta`, else the top-level one, else the class default.
-    pub(super) fn theta(&self, dict: &Obj, default: f64) -> Result<f64, FrequencyError> {
-        Ok(match opt_f64(dict, "rope_theta")? {
-            Some(t) => t,
-            None => opt_f64(self.text, "rope_theta")?.unwrap_or(default),
-        })
+    pub(super) fn theta(&self, dict: &RopeDict, default: f64) -> f64 {
+        dict.rope_theta.or(self.text.rope_theta).unwrap_or(default)
     }
 
-    pub(super) fn max_pos(&self) -> Result<Option<u64>, FrequencyError> {
-        opt_u64(self.text, "max_position_embeddings")
+    /// The dict's `partial_rotary_factor`, else the top-level one (HF's `setdefault`).
+    pub(super) fn partial_rotary_factor(&self, dict: &RopeDict) -> Option<f64> {
+        dict.partial_rotary_factor
+            .or(self.text.partial_rotary_factor)
+    }
+
+    fn max_pos(&self) -> Option<u64> {
+        self.text.max_position_embeddings.map(|w| w.0)
     }
 
     /// `head_dim` when given (and not null), else `hidden_size / num_attention_heads`, else
     /// the class default.
     pub(super) fn head_dim(&self, default: Option<u64>) -> Result<u64, FrequencyError> {
-        if let Some(d) = opt_u64(self.text, "head_dim")? {
-            return Ok(d);
-        }
-        let hidden = opt_u64(self.text, "hidden_size")?;
-        let heads = opt_u64(self.text, "num_attention_heads")?;
-        match (hidden, heads, default) {
-            (Some(h), Some(n), _) if n > 0 => Ok(h / n),
-            (_, _, Some(d)) => Ok(d),
+        let t = self.text;
+        match (t.head_dim, t.hidden_size, t.num_attention_heads, default) {
+            (Some(d), ..) => Ok(d.0),
+            (None, Some(h), Some(n), _) if n.0 > 0 => Ok(h.0 / n.0),
+            (.., Some(d)) => Ok(d),
             _ => Err(FrequencyError::MissingConfigKey {
                 key: "head_dim (or hidden_size and num_attention_heads)",
                 rope_type: "any".into(),
@@ -62,65 +69,49 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub(super) fn num_layers(&self, default: Option<u64>) -> Result<u64, FrequencyError> {
-        Ok(opt_u64(self.text, "num_hidden_layers")?
+    pub(super) fn num_layers(&self, default: Option<u64>) -> u64 {
+        self.text
+            .num_hidden_layers
+            .map(|w| w.0)
             .or(default)
-            .unwrap_or(0))
-    }
-
-    /// The rope type of a dict: `rope_type`, else the legacy `type`, else `"default"`.
-    pub(super) fn rope_type(dict: &Obj) -> Result<String, FrequencyError> {
-        for key in ["rope_type", "type"] {
-            match dict.get(key) {
-                None | Some(Value::Null) => {}
-                Some(Value::String(s)) => return Ok(s.clone()),
-                Some(v) => return Err(invalid(key, "a string", v)),
-            }
-        }
-        Ok("default".into())
+            .unwrap_or(0)
     }
 
     /// The scaling of `dict`; `original` overrides where a family fixes the original length
     /// (Phi-3). Returns it with its rope type.
     pub(super) fn scaling(
         &self,
-        dict: &Obj,
+        dict: &RopeDict,
         original_override: Option<u64>,
     ) -> Result<(Scaling, String), FrequencyError> {
-        if !dict.is_empty() && dict.values().all(|v| v.is_object() || v.is_null()) {
-            // One dict per layer type: only the families that have them read them.
-            return Err(FrequencyError::PerLayerRopeParameters {
-                layer_types: dict.keys().cloned().collect::<Vec<_>>().join(", "),
-            });
-        }
         let d = DictRead {
             text: self.text,
             dict,
-            rope_type: Self::rope_type(dict)?,
+            rope_type: dict.kind().to_string(),
             original_override,
-            max_pos: self.max_pos()?,
+            max_pos: self.max_pos(),
         };
         let scaling = match d.rope_type.as_str() {
             "default" => Scaling::Default,
             "linear" => Scaling::Linear {
-                factor: d.req("factor")?,
+                factor: d.req(dict.factor(), "factor")?,
             },
             "dynamic" => Scaling::DynamicNtk {
-                factor: d.req("factor")?,
+                factor: d.req(dict.factor(), "factor")?,
                 original_max_position_embeddings: d.need_max()?,
             },
             "yarn" => d.yarn()?,
             "llama3" => Scaling::Llama3(Llama3 {
-                factor: d.req("factor")?,
-                low_freq_factor: d.req("low_freq_factor")?,
-                high_freq_factor: d.req("high_freq_factor")?,
+                factor: d.req(dict.factor(), "factor")?,
+                low_freq_factor: d.req(dict.low_freq_factor, "low_freq_factor")?,
+                high_freq_factor: d.req(dict.high_freq_factor, "high_freq_factor")?,
                 original_max_position_embeddings: d.original()?,
             }),
             // "su": Phi-3's legacy name (see `phi3` for what HF 5.x accepts of it).
             "longrope" | "su" => d.longrope()?,
             "proportional" => Scaling::Proportional {
-                partial_rotary_factor: opt_f64(dict, "partial_rotary_factor")?.unwrap_or(1.0),
-                factor: opt_f64(dict, "factor")?.unwrap_or(1.0),
+                partial_rotary_factor: dict.partial_rotary_factor.unwrap_or(1.0),
+                factor: dict.factor().unwrap_or(1.0),
             },
             _ => {
                 return Err(FrequencyError::UnsupportedRopeType {
@@ -139,35 +130,25 @@ impl<'a> Reader<'a> {
         &self,
         default_layers: Option<u64>,
         last_full: bool,
-    ) -> Result<Vec<usize>, FrequencyError> {
-        if let Some(Value::Array(a)) = self.text.get("layer_types") {
-            return a
+    ) -> Vec<usize> {
+        if let Some(kinds) = &self.text.layer_types {
+            return kinds
                 .iter()
-                .map(|t| match t.as_str() {
-                    Some("sliding_attention") => Ok(0),
-                    Some("full_attention") => Ok(1),
-                    _ => Err(invalid(
-                        "layer_types",
-                        "sliding_attention or full_attention",
-                        t,
-                    )),
-                })
+                .map(|k| usize::from(*k == LayerKind::FullAttention))
                 .collect();
         }
-        let n = self.num_layers(default_layers)?;
-        let pattern = opt_u64(self.text, "sliding_window_pattern")?
-            .unwrap_or(6)
-            .max(1);
-        Ok((0..n)
+        let n = self.num_layers(default_layers);
+        let pattern = self.text.sliding_window_pattern.map_or(6, |w| w.0).max(1);
+        (0..n)
             .map(|i| usize::from((i + 1).is_multiple_of(pattern) || (last_full && i + 1 == n)))
-            .collect())
+            .collect()
     }
 }
 
 /// One rope parameter dict being read for its scaling.
 struct DictRead<'a> {
-    text: &'a Obj,
-    dict: &'a Obj,
+    text: &'a TextConfig,
+    dict: &'a RopeDict,
     rope_type: String,
     /// A family's fixed original length (Phi-3's class field).
     original_override: Option<u64>,
@@ -182,8 +163,9 @@ impl DictRead<'_> {
         }
     }
 
-    fn req(&self, key: &'static str) -> Result<f64, FrequencyError> {
-        opt_f64(self.dict, key)?.ok_or_else(|| self.missing(key))
+    /// `value`, which the rope type needs under the name `key`.
+    fn req(&self, value: Option<f64>, key: &'static str) -> Result<f64, FrequencyError> {
+        value.ok_or_else(|| self.missing(key))
     }
 
     fn need_max(&self) -> Result<u64, FrequencyError> {
@@ -195,52 +177,39 @@ impl DictRead<'_> {
     /// second standardization copies over the dict's), else the dict's, else
     /// `max_position_embeddings`.
     fn original(&self) -> Result<u64, FrequencyError> {
-        if let Some(o) = self.original_override {
-            return Ok(o);
-        }
-        if let Some(o) = opt_u64(self.text, "original_max_position_embeddings")? {
-            return Ok(o);
-        }
-        if let Some(o) = opt_u64(self.dict, "original_max_position_embeddings")? {
-            return Ok(o);
-        }
-        self.max_pos
+        self.original_override
+            .or(self.text.original_max_position_embeddings.map(|w| w.0))
+            .or(self.dict.original_max_position_embeddings.map(|w| w.0))
+            .or(self.max_pos)
             .ok_or_else(|| self.missing("original_max_position_embeddings"))
     }
 
     /// YaRN: HF 5.x requires a `factor` key (validate_rope raises KeyError without it); a
-    /// null one means max / original. Betas 32 / 1 when absent, 0 or null; `truncate`
-    /// true when absent, false when null.
+    /// null one means max / original. Betas 32 / 1 when absent, 0 or null (HF's
+    /// `x or default`); `truncate` true when absent, false when null.
     fn yarn(&self) -> Result<Scaling, FrequencyError> {
         let orig = self.original()?;
-        let factor = match self.dict.get("factor") {
+        let factor = match self.dict.factor {
             None => return Err(self.missing("factor")),
-            Some(Value::Null) => {
-                if orig == 0 {
-                    return Err(FrequencyError::ZeroContextLength {
-                        scaling: "YaRN",
-                        name: "original_max_position_embeddings",
-                    });
-                }
-                self.need_max()? as f64 / orig as f64
+            Some(Some(f)) => f,
+            Some(None) if orig == 0 => {
+                return Err(FrequencyError::ZeroContextLength {
+                    scaling: "YaRN",
+                    name: "original_max_position_embeddings",
+                });
             }
-            Some(_) => self.req("factor")?,
+            Some(None) => self.need_max()? as f64 / orig as f64,
         };
-        let truncate = match self.dict.get("truncate") {
-            None => true,
-            Some(Value::Bool(b)) => *b,
-            Some(Value::Null) => false,
-            Some(v) => return Err(invalid("truncate", "a boolean", v)),
-        };
+        let or = |v: Option<f64>, default: f64| v.filter(|&x| x != 0.0).unwrap_or(default);
         Ok(Scaling::Yarn(Yarn {
             factor,
             original_max_position_embeddings: orig,
-            beta_fast: f64_or(self.dict, "beta_fast", 32.0)?,
-            beta_slow: f64_or(self.dict, "beta_slow", 1.0)?,
-            mscale: opt_f64(self.dict, "mscale")?.unwrap_or(0.0),
-            mscale_all_dim: opt_f64(self.dict, "mscale_all_dim")?.unwrap_or(0.0),
-            attention_factor: opt_f64(self.dict, "attention_factor")?,
-            truncate,
+            beta_fast: or(self.dict.beta_fast, 32.0),
+            beta_slow: or(self.dict.beta_slow, 1.0),
+            mscale: self.dict.mscale.unwrap_or(0.0),
+            mscale_all_dim: self.dict.mscale_all_dim.unwrap_or(0.0),
+            attention_factor: self.dict.attention_factor,
+            truncate: self.dict.truncate.is_none_or(|t| t.unwrap_or(false)),
         }))
     }
 
@@ -249,20 +218,17 @@ impl DictRead<'_> {
     fn longrope(&self) -> Result<Scaling, FrequencyError> {
         let orig = self.original()?;
         let max = self.need_max()?;
-        let attention_factor = match opt_f64(self.dict, "attention_factor")? {
+        let attention_factor = match self.dict.attention_factor {
             Some(a) => a,
             None => {
-                let factor = match opt_f64(self.dict, "factor")? {
-                    Some(f) => f,
-                    None => max as f64 / orig as f64,
-                };
+                let factor = self.dict.factor().unwrap_or(max as f64 / orig as f64);
                 longrope_attention_factor(factor, orig)
             }
         };
-        let rt = self.rope_type.as_str();
+        let list = |v: &Option<Vec<f64>>, key| v.clone().ok_or_else(|| self.missing(key));
         Ok(Scaling::LongRope(LongRope {
-            short_factor: factor_list(self.dict, "short_factor", rt)?,
-            long_factor: factor_list(self.dict, "long_factor", rt)?,
+            short_factor: list(&self.dict.short_factor, "short_factor")?,
+            long_factor: list(&self.dict.long_factor, "long_factor")?,
             original_max_position_embeddings: orig,
             max_position_embeddings: max,
             attention_factor: Some(attention_factor),
