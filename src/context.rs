@@ -115,7 +115,7 @@ impl PosEnc {
     /// Records every pass this context dispatches into `capture` from now on (and the
     /// contents of the buffers it creates), so that the dispatches can be replayed elsewhere.
     #[cfg(feature = "capture")]
-    pub fn with_capture(self, capture: &crate::capture::Capture) -> Self {
+    pub fn with_capture(self, capture: &crate::kernels::capture::Capture) -> Self {
         Self {
             passes: self.passes.with_capture(capture),
         }

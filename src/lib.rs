@@ -26,8 +26,6 @@
 #![warn(missing_docs)]
 
 mod angle;
-#[cfg(feature = "capture")]
-pub mod capture;
 mod context;
 mod dd;
 mod error;
@@ -53,6 +51,8 @@ pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Yarn};
 #[cfg(feature = "hf-config")]
 pub use hf::{HfRope, LayerRope};
+#[cfg(feature = "capture")]
+pub use kernels::capture;
 pub use kernels::pass::EncodeReport;
 pub use kernels::passes::CacheUsage;
 pub use kernels::rope::{Rope, RopeCall};

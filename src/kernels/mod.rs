@@ -7,6 +7,8 @@
 
 pub(crate) mod bind;
 pub(crate) mod cache;
+#[cfg(feature = "capture")]
+pub mod capture;
 pub(crate) mod input;
 pub(crate) mod pass;
 pub(crate) mod passes;

@@ -41,7 +41,7 @@ pub(crate) struct Passes {
     pub(crate) last_frequencies: Arc<Mutex<Option<super::cache::FrequencyMemo>>>,
     /// Records what the pair passes dispatch, for replay on other WebGPU implementations.
     #[cfg(feature = "capture")]
-    pub(crate) capture: Option<crate::capture::Capture>,
+    pub(crate) capture: Option<super::capture::Capture>,
 }
 
 impl Passes {
@@ -95,7 +95,7 @@ impl Passes {
     /// Records every pass this context dispatches into `capture` from now on (and the
     /// contents of the buffers it creates), so that the dispatches can be replayed elsewhere.
     #[cfg(feature = "capture")]
-    pub(crate) fn with_capture(mut self, capture: &crate::capture::Capture) -> Self {
+    pub(crate) fn with_capture(mut self, capture: &super::capture::Capture) -> Self {
         for dummy in [&self.dummy, &self.dummy_rw, &self.dummy_flag] {
             capture.note_buffer(dummy, &vec![0; dummy.size() as usize]);
         }

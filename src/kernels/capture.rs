@@ -9,8 +9,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::kernels::Specialization;
-use crate::kernels::bind::{Access, Entry};
+use super::Specialization;
+use super::bind::{Access, Entry};
 
 /// The shared record; clones refer to the same one.
 #[derive(Clone, Debug, Default)]
