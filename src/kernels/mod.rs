@@ -178,22 +178,19 @@ impl Specialization {
     /// The same RoPE variant with another role for the second binding (and no sharing of
     /// a binding without a second tensor).
     pub fn with_second(self, second: Second) -> Self {
-        match self.op {
-            Op::Rope { shared, .. } => Self {
-                op: Op::Rope {
-                    second,
-                    shared: shared && second != Second::None,
-                },
-                ..self
-            },
-            Op::Sinusoidal { .. } => self,
-        }
+        let shared = self.shared();
+        self.with_rope(second, shared)
     }
 
     /// The same RoPE variant with view B through binding `x` or its own.
     pub fn with_shared(self, shared: bool) -> Self {
+        let second = self.second();
+        self.with_rope(second, shared)
+    }
+
+    fn with_rope(self, second: Second, shared: bool) -> Self {
         match self.op {
-            Op::Rope { second, .. } => Self {
+            Op::Rope { .. } => Self {
                 op: Op::Rope {
                     second,
                     shared: shared && second != Second::None,
