@@ -10,6 +10,10 @@
 //! the lists below (which `src/kernels/mod.rs` indexes by). A missing file, an unknown
 //! directive, an unbalanced `#ifdef`, or a file under `shaders/` no variant uses fails the
 //! build. naga validates every variant in `tests/shaders.rs`.
+//!
+//! The functions exported for users' own kernels (`shaders/export/`, `wgpu_posenc::wgsl`)
+//! are composed the same way with the scalar width, and every name declared in them is
+//! prefixed `posenc_` so that they can sit beside any kernel's own names.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -21,6 +25,13 @@ const WIDTHS: [&str; 2] = ["x1", "x4"];
 const DTYPES: [&str; 3] = ["f32", "f16", "bf16"];
 /// Standalone shaders, read whole by the code that uses them.
 const STANDALONE: [&str; 1] = ["identity"];
+/// The exported modules: entry file and the name of its constant.
+const EXPORTS: [(&str, &str); 2] = [
+    ("export/rope", "EXPORT_ROPE"),
+    ("export/binding", "EXPORT_ROPE_BINDING"),
+];
+/// What the exported names start with.
+const PREFIX: &str = "posenc_";
 
 fn main() {
     println!("cargo:rerun-if-changed=shaders");
@@ -50,6 +61,20 @@ fn main() {
         out.push_str("],\n");
     }
     out.push_str("];\n");
+    for (entry, constant) in EXPORTS {
+        let mut source = String::new();
+        let mut seen = BTreeSet::new();
+        compose(root, entry, &["x1"], &mut seen, &mut source)
+            .unwrap_or_else(|e| panic!("shaders ({entry}): {e}"));
+        used.extend(seen);
+        writeln!(out, "/// `shaders/{entry}.wgsl`, composed, names prefixed.").unwrap();
+        writeln!(
+            out,
+            "pub(crate) const {constant}: &str = {:?};",
+            prefixed(&source)
+        )
+        .unwrap();
+    }
     for file in wgsl_files(root, root) {
         let name = file.trim_end_matches(".wgsl");
         if !used.contains(name) && !STANDALONE.contains(&name) {
@@ -112,6 +137,47 @@ fn compose(
         return Err(format!("shaders/{name}.wgsl: #ifdef without #endif"));
     }
     Ok(())
+}
+
+/// `source` with every module-scope name it declares (fn, struct, alias, var) prefixed.
+fn prefixed(source: &str) -> String {
+    let mut declared = BTreeSet::new();
+    for line in source.lines() {
+        let rest = ["fn ", "struct ", "alias "]
+            .iter()
+            .find_map(|k| line.strip_prefix(k))
+            .or_else(|| {
+                line.split_once("var<")
+                    .and_then(|(_, r)| r.split_once('>'))
+                    .map(|(_, r)| r)
+            });
+        if let Some(rest) = rest {
+            let name: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                declared.insert(name);
+            }
+        }
+    }
+    let mut out = String::with_capacity(source.len() + 1024);
+    let mut word = String::new();
+    for c in source.chars().chain(std::iter::once('\n')) {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        if declared.contains(&word) {
+            out.push_str(PREFIX);
+        }
+        out.push_str(&word);
+        word.clear();
+        out.push(c);
+    }
+    out.pop();
+    out
 }
 
 /// Paths of the `.wgsl` files under `dir`, relative to `root`.

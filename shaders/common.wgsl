@@ -8,6 +8,7 @@
 
 #import width
 #import dtype
+#import gather
 #import trig
 
 struct Params {

@@ -45,6 +45,7 @@ pub mod reference;
 pub mod roofline;
 mod spec;
 mod tensor;
+pub mod wgsl;
 
 pub use context::PosEnc;
 pub use error::{Error, Result};

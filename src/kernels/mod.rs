@@ -17,7 +17,7 @@ pub(crate) mod rope;
 pub(crate) mod sinusoidal;
 
 /// The composed shader sources (`build.rs`).
-mod composed {
+pub(crate) mod composed {
     include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 }
 

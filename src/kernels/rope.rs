@@ -80,9 +80,30 @@ pub struct Rope {
 
 /// Frequencies (double-double) and the attention factor.
 #[derive(Clone, Debug)]
-struct Angles {
-    inv_freq: Vec<Dd>,
-    attention_factor: f32,
+pub(crate) struct Angles {
+    pub inv_freq: Vec<Dd>,
+    pub attention_factor: f32,
+}
+
+impl Angles {
+    /// The angles of `spec` over `rotary_dim` lanes of `head_dim` at sequence length
+    /// `seq_len` (length-dependent scalings only), each frequency checked.
+    pub(crate) fn of(
+        spec: &RopeSpec,
+        rotary_dim: u64,
+        head_dim: u64,
+        seq_len: u64,
+    ) -> Result<Self> {
+        let r32 = u32::try_from(rotary_dim).map_err(|_| Error::InvalidRotaryDim {
+            rotary_dim,
+            head_dim,
+        })?;
+        let f = spec.scaling.frequencies(r32, spec.base, seq_len)?;
+        Ok(Angles {
+            inv_freq: check_frequencies(&f.inv_freq, &f.inv_freq_lo)?,
+            attention_factor: f.attention_factor as f32,
+        })
+    }
 }
 
 impl Passes {
@@ -273,18 +294,7 @@ impl Rope {
         if let Some((_, a)) = kept.iter().find(|(n, _)| *n == seq_len) {
             return Ok(a.clone());
         }
-        let r32 = u32::try_from(self.rotary_dim).map_err(|_| Error::InvalidRotaryDim {
-            rotary_dim: self.rotary_dim,
-            head_dim: self.head_dim,
-        })?;
-        let f = self
-            .spec
-            .scaling
-            .frequencies(r32, self.spec.base, seq_len)?;
-        let angles = Angles {
-            inv_freq: check_frequencies(&f.inv_freq, &f.inv_freq_lo)?,
-            attention_factor: f.attention_factor as f32,
-        };
+        let angles = Angles::of(&self.spec, self.rotary_dim, self.head_dim, seq_len)?;
         if self.spec.scaling.needs_seq_len() {
             kept.push_front((seq_len, angles.clone()));
             kept.truncate(Self::LENGTHS_KEPT);
