@@ -66,7 +66,18 @@ struct Params {
     // Consecutive tokens per invocation (the sinusoidal table and add with contiguous
     // positions; else 1): invocation (b, k, g) owns tokens [k tokens, (k + 1) tokens).
     tokens: u32,
-    _pad: u32,
+    // Fused QKV: the element index in the K and V cache bindings of KV head 0 of batch row
+    // 0 at position (or slot) 0, the element strides between batch rows, heads and
+    // positions, and the number of positions (or slots) the caches hold.
+    k_base: u32,
+    v_base: u32,
+    cache_stride_b: u32,
+    cache_stride_h: u32,
+    cache_stride_p: u32,
+    cache_len: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

@@ -2,6 +2,7 @@
 //! passes (`kernels`), the host-slice conveniences (`host`) and the device's caches.
 
 use crate::error::{Error, Result};
+use crate::kernels::fused::QkvCall;
 use crate::kernels::pass::EncodeReport;
 use crate::kernels::passes::{CacheUsage, Passes};
 use crate::kernels::rope::{Rope, RopeCall};
@@ -204,6 +205,19 @@ impl PosEnc {
         call: &RopeCall<'_>,
     ) -> Result<EncodeReport> {
         self.passes.encode_rope_call(encoder, spec, call)
+    }
+
+    /// Records the fused attention preprocessing `call` (see [`QkvCall`]): from the packed
+    /// projection output, Q rotated (in place or into `q_out`), K rotated and V copied into
+    /// the KV cache at each token's position or slot, in one dispatch.
+    pub fn encode_qkv(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        spec: &RopeSpec,
+        call: &QkvCall<'_>,
+    ) -> Result<EncodeReport> {
+        self.rope(spec, call.qkv.layout.shape[3])?
+            .encode_qkv(encoder, call)
     }
 
     /// RoPE in place over `data`, laid out as `layout` says (f32). Blocks until done.

@@ -83,6 +83,17 @@ pub enum Error {
         /// Rows in the cache.
         max_pos: u64,
     },
+    /// A KV cache too short for the positions a call writes.
+    #[error(
+        "the KV cache holds {len} positions per row and the call writes position {position}: \
+         enlarge the cache, or give each token its slot (CacheIndex::Slots)"
+    )]
+    KvCacheTooShort {
+        /// The largest position written.
+        position: u64,
+        /// Positions the cache holds.
+        len: u64,
+    },
     /// Two tensors of one call disagree on a dimension.
     #[error("{what}: shapes {a:?} and {b:?} must agree")]
     ShapeMismatch {

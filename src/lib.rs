@@ -54,6 +54,7 @@ pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Ya
 pub use hf::{HfRope, LayerRope};
 #[cfg(feature = "capture")]
 pub use kernels::capture;
+pub use kernels::fused::{CacheIndex, KvCache, QkvCall};
 pub use kernels::pass::EncodeReport;
 pub use kernels::passes::CacheUsage;
 pub use kernels::rope::{Rope, RopeCall};

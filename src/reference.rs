@@ -294,3 +294,85 @@ mod tests {
         assert!((c - 1.0).abs() < 1e-15);
     }
 }
+
+/// Where the fused call puts a token's K and V rows in the cache (see
+/// [`crate::CacheIndex`]).
+#[derive(Clone, Copy, Debug)]
+pub enum HostCacheIndex<'a> {
+    /// At its position (axis 0 for M-RoPE) in its batch row.
+    Position,
+    /// At its slot, `[batch, seq]` row-major; negative: not cached.
+    Slots(&'a [i32]),
+}
+
+/// The fused QKV call ([`crate::QkvCall`]) on host slices: from `qkv` (laid out as
+/// `qkv_layout`, `[batch, q_heads + 2 kv_heads, seq, d]`), Q rotated into `q_out` (its
+/// layout and data) or in place in `qkv`, K rotated and V copied into `k_cache` and
+/// `v_cache` (both laid out as `cache_layout`) at each token's position or slot; tokens whose
+/// position or slot is past the cache, or whose slot is negative, are not cached. Panics on
+/// a malformed call, as a test oracle should.
+#[allow(clippy::too_many_arguments)]
+pub fn qkv_cache(
+    spec: &RopeSpec,
+    qkv_layout: &Layout,
+    qkv: &mut [f64],
+    kv_heads: u64,
+    positions: HostPositions<'_>,
+    q_out: Option<(&Layout, &mut [f64])>,
+    (k_layout, k_cache): (&Layout, &mut [f64]),
+    (v_layout, v_cache): (&Layout, &mut [f64]),
+    index: HostCacheIndex<'_>,
+) {
+    let [nb, heads, ns, d] = qkv_layout.shape;
+    let q_heads = heads - 2 * kv_heads;
+    let src = qkv.to_vec();
+    // The Q, K and V heads of qkv as views of their own.
+    let part = |first: u64, count: u64| {
+        let mut l = *qkv_layout;
+        l.offset += first * l.strides[1];
+        l.shape[1] = count;
+        l
+    };
+    let q = part(0, q_heads);
+    match q_out {
+        Some((layout, out)) => rope_out(spec, &q, &src, layout, out, positions, None),
+        None => rope_out(spec, &q, &src, &q, qkv, positions, None),
+    }
+    let rotated_layout = Layout::bhsd([nb, kv_heads, ns, d]);
+    let mut rotated = vec![0.0; (nb * kv_heads * ns * d) as usize];
+    let k = part(q_heads, kv_heads);
+    rope_out(
+        spec,
+        &k,
+        &src,
+        &rotated_layout,
+        &mut rotated,
+        positions,
+        None,
+    );
+    let v = part(q_heads + kv_heads, kv_heads);
+    for b in 0..nb {
+        for s in 0..ns {
+            let (cache_b, at) = match index {
+                HostCacheIndex::Position => (b, positions.position(nb, ns, b, s, 0).map(u64::from)),
+                HostCacheIndex::Slots(slots) => {
+                    (0, u64::try_from(slots[(b * ns + s) as usize]).ok())
+                }
+            };
+            let Some(at) = at.filter(|&at| at < k_layout.shape[2]) else {
+                continue;
+            };
+            for h in 0..kv_heads {
+                let (to_k, to_v) = (
+                    row_start(k_layout, cache_b, h, at) as usize,
+                    row_start(v_layout, cache_b, h, at) as usize,
+                );
+                let from_k = row_start(&rotated_layout, b, h, s) as usize;
+                let from_v = row_start(&v, b, h, s) as usize;
+                let d = d as usize;
+                k_cache[to_k..to_k + d].copy_from_slice(&rotated[from_k..from_k + d]);
+                v_cache[to_v..to_v + d].copy_from_slice(&src[from_v..from_v + d]);
+            }
+        }
+    }
+}

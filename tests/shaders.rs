@@ -7,7 +7,7 @@ use naga::back::PipelineConstants;
 use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
 use naga::{Expression, MathFunction as M};
 use wgpu_posenc::Dtype;
-use wgpu_posenc::kernels::Specialization;
+use wgpu_posenc::kernels::{Op, Specialization};
 
 /// Parses and validates `source`, then applies the override `constants`.
 fn compile(source: &str, constants: &[(&str, f64)], what: &str) -> (naga::Module, ModuleInfo) {
@@ -114,6 +114,18 @@ fn math_functions(module: &naga::Module) -> Vec<M> {
         .collect()
 }
 
+/// Whether the variant stores f16 (the tensor, or the fused kernel's KV cache).
+fn uses_f16(spec: &Specialization) -> bool {
+    spec.dtype == Dtype::F16
+        || matches!(
+            spec.op,
+            Op::Fused {
+                cache: Dtype::F16,
+                ..
+            }
+        )
+}
+
 #[test]
 fn every_variant_validates_and_translates() {
     let all = Specialization::all();
@@ -122,12 +134,7 @@ fn every_variant_validates_and_translates() {
         let (module, info) = compile_variant(spec);
         // GLSL has no 16-bit floats (the GL backend reports no SHADER_F16); f16 variants
         // are refused there before any shader is built (tests/errors.rs).
-        translate(
-            &module,
-            &info,
-            spec.dtype != Dtype::F16,
-            &format!("{spec:?}"),
-        );
+        translate(&module, &info, !uses_f16(spec), &format!("{spec:?}"));
     }
 }
 
@@ -215,7 +222,7 @@ fn each_variant_gets_the_source_composed_for_its_defines() {
     // build.rs composes one source per (kernel, pair layout, width, dtype) and names its
     // defines on the first line; the lookup must pick that one for every variant.
     for spec in Specialization::all() {
-        let defines = format!(
+        let mut defines = format!(
             "{:?} {:?} {:?} {:?}",
             spec.kernel(),
             spec.pair_layout,
@@ -223,12 +230,15 @@ fn each_variant_gets_the_source_composed_for_its_defines() {
             spec.dtype
         )
         .to_lowercase();
+        if let Op::Fused { cache, .. } = spec.op {
+            defines += &format!(" cache_{cache:?}").to_lowercase();
+        }
         let first = spec.source().lines().next().unwrap_or("");
         assert_eq!(first, format!("// wgpu-posenc {defines}"), "{spec:?}");
         // The dtype's storage is what is bound: f16 needs the extension, the others not.
         assert_eq!(
             spec.source().contains("enable f16;"),
-            spec.dtype == Dtype::F16,
+            uses_f16(&spec),
             "{spec:?}"
         );
     }

@@ -12,6 +12,7 @@
 //! - every offset is a multiple of the device's offset alignment, every size a non-zero
 //!   multiple of 4 within the binding limit and the buffer.
 
+use super::Kernel;
 use crate::error::{Error, Result};
 
 /// How a binding is declared in the bind group layout.
@@ -37,6 +38,28 @@ pub(crate) const LAYOUT: [(u32, Access); 9] = [
     (8, Access::ReadWrite),
 ];
 
+/// The bind group layout of the fused QKV kernel: the pair pass's without the cos/sin
+/// cache (6, 7), with the K and V caches (9, 10): eight storage buffers, WebGPU's default.
+pub(crate) const FUSED_LAYOUT: [(u32, Access); 9] = [
+    (0, Access::Uniform),
+    (1, Access::ReadWrite),
+    (2, Access::ReadOnly),
+    (3, Access::ReadOnly),
+    (4, Access::ReadOnly),
+    (5, Access::ReadWrite),
+    (8, Access::ReadWrite),
+    (9, Access::ReadWrite),
+    (10, Access::ReadWrite),
+];
+
+/// The layout of `kernel`'s variants.
+pub(crate) fn layout_of(kernel: Kernel) -> &'static [(u32, Access)] {
+    match kernel {
+        Kernel::Rope | Kernel::Sinusoidal => &LAYOUT,
+        Kernel::Fused => &FUSED_LAYOUT,
+    }
+}
+
 /// The access of `binding` in [`LAYOUT`].
 pub(crate) fn access(binding: u32) -> Access {
     LAYOUT
@@ -45,9 +68,9 @@ pub(crate) fn access(binding: u32) -> Access {
         .map_or(Access::ReadOnly, |(_, a)| *a)
 }
 
-/// The wgpu layout entries of [`LAYOUT`].
-pub(crate) fn layout_entries() -> Vec<wgpu::BindGroupLayoutEntry> {
-    LAYOUT
+/// The wgpu layout entries of `layout`.
+pub(crate) fn layout_entries(layout: &[(u32, Access)]) -> Vec<wgpu::BindGroupLayoutEntry> {
+    layout
         .iter()
         .map(|&(binding, access)| wgpu::BindGroupLayoutEntry {
             binding,
@@ -143,6 +166,8 @@ pub(crate) fn binding_name(binding: u32) -> &'static str {
         6 => "the cos cache",
         7 => "the sin cache",
         8 => "the cache overflow flag",
+        9 => "the K cache",
+        10 => "the V cache",
         _ => "an unknown binding",
     }
 }
@@ -183,14 +208,26 @@ mod tests {
     use super::*;
     use crate::kernels::Specialization;
 
-    /// Every global every variant declares is in [`LAYOUT`] with the same access.
+    /// Every global a variant's entry point uses is in its kernel's layout with the same
+    /// access, and every storage binding of the layout is used by some variant.
     #[test]
-    fn every_variant_declares_the_layout() {
+    fn every_variant_uses_its_layout() {
+        let mut used = std::collections::BTreeSet::new();
         for spec in Specialization::all() {
             let module = naga::front::wgsl::parse_str(spec.source())
                 .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
-            for (_, var) in module.global_variables.iter() {
+            let info = naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::all(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+            let entry = info.get_entry_point(0);
+            for (handle, var) in module.global_variables.iter() {
                 let Some(b) = &var.binding else { continue };
+                if entry[handle].is_empty() {
+                    continue;
+                }
                 assert_eq!(b.group, 0, "{spec:?}");
                 let declared = match var.space {
                     naga::AddressSpace::Uniform => Access::Uniform,
@@ -203,9 +240,18 @@ mod tests {
                     other => panic!("{spec:?}: binding {} in {other:?}", b.binding),
                 };
                 assert!(
-                    LAYOUT.contains(&(b.binding, declared)),
+                    layout_of(spec.kernel()).contains(&(b.binding, declared)),
                     "{spec:?}: binding {} is {declared:?} in the shader",
                     b.binding
+                );
+                used.insert((spec.kernel(), b.binding));
+            }
+        }
+        for kernel in [Kernel::Rope, Kernel::Fused] {
+            for &(binding, _) in layout_of(kernel) {
+                assert!(
+                    used.contains(&(kernel, binding)),
+                    "{kernel:?}: {binding} unused"
                 );
             }
         }

@@ -9,6 +9,7 @@ pub(crate) mod bind;
 pub(crate) mod cache;
 #[cfg(feature = "capture")]
 pub mod capture;
+pub(crate) mod fused;
 pub(crate) mod input;
 pub(crate) mod pass;
 pub(crate) mod passes;
@@ -24,12 +25,14 @@ pub(crate) mod composed {
 use crate::spec::{Dtype, PairLayout};
 
 /// Which kernel, and with which operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kernel {
     /// `shaders/rope.wgsl`: rotate every pair.
     Rope,
     /// `shaders/sinusoidal.wgsl`: write the sin/cos table, or add it to embeddings.
     Sinusoidal,
+    /// `shaders/fused.wgsl`: packed QKV to rotated Q and a KV cache, one dispatch.
+    Fused,
 }
 
 /// Pairs per invocation and how they are accessed.
@@ -111,6 +114,15 @@ pub enum Op {
         /// Zero the row of the padding position.
         pad: bool,
     },
+    /// `shaders/fused.wgsl`: Q rotated, K rotated and V copied into a KV cache.
+    Fused {
+        /// The storage type of the KV cache.
+        cache: Dtype,
+        /// Slots from a slot mapping rather than positions.
+        paged: bool,
+        /// Q into its own tensor rather than in place.
+        q_out: bool,
+    },
 }
 
 /// One compiled variant of a kernel: everything that changes the shader text or its
@@ -145,6 +157,11 @@ impl Specialization {
                     add: false,
                     pad: false,
                 },
+                Kernel::Fused => Op::Fused {
+                    cache: dtype,
+                    paged: false,
+                    q_out: false,
+                },
             },
             pair_layout,
             width,
@@ -159,6 +176,7 @@ impl Specialization {
         match self.op {
             Op::Rope { .. } => Kernel::Rope,
             Op::Sinusoidal { .. } => Kernel::Sinusoidal,
+            Op::Fused { .. } => Kernel::Fused,
         }
     }
 
@@ -166,7 +184,7 @@ impl Specialization {
     pub fn second(&self) -> Second {
         match self.op {
             Op::Rope { second, .. } => second,
-            Op::Sinusoidal { .. } => Second::None,
+            Op::Sinusoidal { .. } | Op::Fused { .. } => Second::None,
         }
     }
 
@@ -197,16 +215,25 @@ impl Specialization {
                 },
                 ..self
             },
-            Op::Sinusoidal { .. } => self,
+            Op::Sinusoidal { .. } | Op::Fused { .. } => self,
         }
     }
 
     /// The WGSL source of this variant (override constants still to be set): composed at
     /// build time from `shaders/` by `build.rs`, whose define lists these indices follow.
     pub fn source(&self) -> &'static str {
-        let kernel = match self.kernel() {
-            Kernel::Rope => 0,
-            Kernel::Sinusoidal => 1,
+        let index = |d: Dtype| match d {
+            Dtype::F32 => 0,
+            Dtype::F16 => 1,
+            Dtype::BF16 => 2,
+        };
+        let kernel = match self.op {
+            Op::Rope { .. } => 0,
+            Op::Sinusoidal { .. } => 1,
+            Op::Fused { cache, .. } => {
+                let pairs = usize::from(self.pair_layout == PairLayout::HalfSplit);
+                return composed::FUSED[pairs][index(self.dtype)][index(cache)];
+            }
         };
         let pairs = match self.pair_layout {
             PairLayout::Interleaved => 0,
@@ -216,12 +243,7 @@ impl Specialization {
             Width::X1 => 0,
             Width::X4 => 1,
         };
-        let dtype = match self.dtype {
-            Dtype::F32 => 0,
-            Dtype::F16 => 1,
-            Dtype::BF16 => 2,
-        };
-        composed::SOURCES[kernel][pairs][width][dtype]
+        composed::SOURCES[kernel][pairs][width][index(self.dtype)]
     }
 
     /// The override constants this variant sets.
@@ -251,6 +273,10 @@ impl Specialization {
             Op::Sinusoidal { add, pad } => {
                 constants.push(("ADD", flag(add)));
                 constants.push(("PAD", flag(pad)));
+            }
+            Op::Fused { paged, q_out, .. } => {
+                constants.push(("PAGED", flag(paged)));
+                constants.push(("Q_OUT", flag(q_out)));
             }
         }
         constants
@@ -295,7 +321,49 @@ impl Specialization {
                                     });
                                 }
                             }
+                            Kernel::Fused => {}
                         }
+                    }
+                }
+            }
+        }
+        all.extend(Self::all_fused());
+        all
+    }
+
+    /// Every fused variant: each pair layout, dtype and cache dtype, with each position mode,
+    /// and paged or with Q out on their own.
+    #[cfg(any(test, feature = "internals"))]
+    fn all_fused() -> Vec<Specialization> {
+        let mut all = Vec::new();
+        let dtypes = [Dtype::F32, Dtype::F16, Dtype::BF16];
+        for pair_layout in [PairLayout::Interleaved, PairLayout::HalfSplit] {
+            for dtype in dtypes {
+                for cache in dtypes {
+                    let op = |paged, q_out| Op::Fused {
+                        cache,
+                        paged,
+                        q_out,
+                    };
+                    let plain = Specialization {
+                        op: op(false, false),
+                        ..Specialization::new(Kernel::Fused, pair_layout, Width::X1, dtype)
+                    };
+                    all.push(plain);
+                    for positions in [
+                        PositionMode::BatchStarts,
+                        PositionMode::Ids,
+                        PositionMode::Varlen { offsets: false },
+                        PositionMode::Varlen { offsets: true },
+                        PositionMode::Axes,
+                    ] {
+                        all.push(Specialization { positions, ..plain });
+                    }
+                    for (paged, q_out) in [(true, false), (false, true), (true, true)] {
+                        all.push(Specialization {
+                            op: op(paged, q_out),
+                            ..plain
+                        });
                     }
                 }
             }

@@ -569,7 +569,12 @@ impl Passes {
     /// The frequency buffer of `inv_freq` and `axes` packed for groups of `g` pairs. The last
     /// one asked for is remembered by value, so that a repeated pass (a decode loop) neither
     /// packs nor hashes.
-    fn packed_frequencies(&self, inv_freq: &[Dd], axes: &[u32], g: usize) -> Result<wgpu::Buffer> {
+    pub(crate) fn packed_frequencies(
+        &self,
+        inv_freq: &[Dd],
+        axes: &[u32],
+        g: usize,
+    ) -> Result<wgpu::Buffer> {
         let mut last = self
             .last_frequencies
             .lock()

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
 
-use super::Specialization;
 pub use super::cache::CacheUsage;
 use super::cache::FrequencyCache;
+use super::{Kernel, Specialization};
 use crate::error::{Error, Result};
 use crate::spec::Dtype;
 
@@ -25,6 +25,9 @@ pub(crate) struct Passes {
     pub(crate) uniform_align: u64,
     pub(crate) bind_group_layout: wgpu::BindGroupLayout,
     pub(crate) pipeline_layout: wgpu::PipelineLayout,
+    /// The same for the fused QKV kernel.
+    pub(crate) fused_bind_group_layout: wgpu::BindGroupLayout,
+    pub(crate) fused_pipeline_layout: wgpu::PipelineLayout,
     pub(crate) pipelines: Arc<Mutex<HashMap<Specialization, wgpu::ComputePipeline>>>,
     pub(crate) frequencies: Arc<Mutex<FrequencyCache>>,
     /// Bound to read-only slots a variant does not use (ids, offsets, caches).
@@ -53,15 +56,21 @@ impl Passes {
     pub(crate) fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self> {
         let limits = device.limits();
         check_limits(&limits)?;
-        let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("wgpu-posenc pair pass"),
-            entries: &super::bind::layout_entries(),
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("wgpu-posenc pair pass"),
-            bind_group_layouts: &[Some(&bind_group_layout)],
-            immediate_size: 0,
-        });
+        let layouts = |layout| {
+            let group = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("wgpu-posenc"),
+                entries: &super::bind::layout_entries(layout),
+            });
+            let pipeline = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("wgpu-posenc"),
+                bind_group_layouts: &[Some(&group)],
+                immediate_size: 0,
+            });
+            (group, pipeline)
+        };
+        let (bind_group_layout, pipeline_layout) = layouts(super::bind::layout_of(Kernel::Rope));
+        let (fused_bind_group_layout, fused_pipeline_layout) =
+            layouts(super::bind::layout_of(Kernel::Fused));
         let dummy = |label| {
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
@@ -80,6 +89,8 @@ impl Passes {
             uniform_align: u64::from(limits.min_uniform_buffer_offset_alignment).max(16),
             bind_group_layout,
             pipeline_layout,
+            fused_bind_group_layout,
+            fused_pipeline_layout,
             pipelines: Arc::default(),
             frequencies: Arc::default(),
             dummy: dummy("wgpu-posenc unused read-only binding"),
@@ -205,7 +216,10 @@ impl Passes {
             self.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some("wgpu-posenc"),
-                    layout: Some(&self.pipeline_layout),
+                    layout: Some(match spec.kernel() {
+                        Kernel::Fused => &self.fused_pipeline_layout,
+                        Kernel::Rope | Kernel::Sinusoidal => &self.pipeline_layout,
+                    }),
                     module: &module,
                     entry_point: Some("main"),
                     compilation_options: wgpu::PipelineCompilationOptions {

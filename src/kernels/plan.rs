@@ -48,7 +48,15 @@ pub(crate) struct Params {
     pub scale: f32,
     pub span: u32,
     pub tokens: u32,
-    pub _pad: u32,
+    pub k_base: u32,
+    pub v_base: u32,
+    pub cache_stride_b: u32,
+    pub cache_stride_h: u32,
+    pub cache_stride_p: u32,
+    pub cache_len: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
 
 /// One tensor a block touches: its strides along (batch, head, token), its head count,
@@ -248,7 +256,15 @@ mod tests {
             scale,
             span,
             tokens,
-            _pad,
+            k_base,
+            v_base,
+            cache_stride_b,
+            cache_stride_h,
+            cache_stride_p,
+            cache_len,
+            _pad0,
+            _pad1,
+            _pad2,
         );
         let spec = crate::kernels::Specialization::new(
             crate::kernels::Kernel::Rope,

@@ -67,11 +67,11 @@ impl<'a> RopeCall<'a> {
 /// `PosEnc::encode_rope*` are the one-shot forms.
 #[derive(Clone, Debug)]
 pub struct Rope {
-    ctx: Passes,
-    spec: RopeSpec,
-    head_dim: u64,
-    rotary_dim: u64,
-    axes: Vec<u32>,
+    pub(super) ctx: Passes,
+    pub(super) spec: RopeSpec,
+    pub(super) head_dim: u64,
+    pub(super) rotary_dim: u64,
+    pub(super) axes: Vec<u32>,
     /// The frequencies and attention factor when they do not depend on the sequence
     /// length; else the most recent lengths' (at most [`Rope::LENGTHS_KEPT`]).
     fixed: Option<Angles>,
@@ -226,21 +226,12 @@ impl Rope {
             None => None,
         };
         let by_len;
-        let angles = match (&self.fixed, self.spec.scaling_seq_len.or(seq_len)) {
-            (Some(fixed), _) => fixed,
-            (None, Some(n)) => {
-                by_len = self.angles_for(n)?;
+        let angles = match &self.fixed {
+            Some(fixed) => fixed,
+            None => {
+                // A cache replaces the angles: no length needed.
+                by_len = self.angles_at(seq_len.or(cache.is_some().then_some(0)))?;
                 &by_len
-            }
-            // A cache replaces the angles: no length needed.
-            (None, None) if cache.is_some() => {
-                by_len = self.angles_for(0)?;
-                &by_len
-            }
-            (None, None) => {
-                return Err(Error::ScalingSeqLenNeeded {
-                    scaling: self.spec.scaling.name(),
-                });
             }
         };
         let layouts: Vec<&Layout> = views.iter().map(|v| &v.layout).collect();
@@ -289,6 +280,20 @@ impl Rope {
 
     /// The frequencies at sequence length `seq_len` (length-dependent scalings keep the
     /// last few).
+    /// The angles of a call whose positions give HF's sequence length `seq_len` (`None`:
+    /// positions on the GPU), unless the spec sets its own.
+    pub(super) fn angles_at(&self, seq_len: Option<u64>) -> Result<Angles> {
+        if let Some(fixed) = &self.fixed {
+            return Ok(fixed.clone());
+        }
+        match self.spec.scaling_seq_len.or(seq_len) {
+            Some(n) => self.angles_for(n),
+            None => Err(Error::ScalingSeqLenNeeded {
+                scaling: self.spec.scaling.name(),
+            }),
+        }
+    }
+
     fn angles_for(&self, seq_len: u64) -> Result<Angles> {
         let mut kept = self.by_len.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, a)) = kept.iter().find(|(n, _)| *n == seq_len) {
@@ -475,7 +480,7 @@ impl Passes {
 }
 
 /// The end of the bytes a view touches, rounded up to a whole u32 word (0 when empty).
-fn byte_end(tensor: &TensorView<'_>) -> Result<u64> {
+pub(crate) fn byte_end(tensor: &TensorView<'_>) -> Result<u64> {
     let layout = &tensor.layout;
     let overflow = Error::ShapeOverflow {
         shape: layout.shape,
@@ -494,7 +499,7 @@ fn byte_end(tensor: &TensorView<'_>) -> Result<u64> {
 /// would be rotated twice, an output over its source read after it was written. Views of
 /// one buffer that interleave without sharing elements (Q and K of a packed QKV projection)
 /// are fine.
-fn check_disjoint(
+pub(crate) fn check_disjoint(
     what: &'static str,
     (first, a): (&'static str, &TensorView<'_>),
     (second, b): (&'static str, &TensorView<'_>),

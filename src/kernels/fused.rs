@@ -1,0 +1,422 @@
+//! Host side of `shaders/fused.wgsl`: from the packed projection output, Q rotated and K
+//! rotated and V copied into a KV cache, in one dispatch.
+
+use super::bind::{self, Access, Entry, Rules};
+use super::pass::{EncodeReport, PassPositions, Words, fold_grid};
+use super::plan::Params;
+use super::rope::{Rope, byte_end, check_disjoint, resolve_positions, words};
+use super::{Kernel, Op, Specialization, WORKGROUP, Width};
+use crate::error::{Error, Result};
+use crate::positions::Positions;
+use crate::tensor::{ArrayView, Layout, TensorView};
+
+/// Where in the KV cache each token goes (the cache's third axis). Two tokens of one call
+/// that go to the same entry (packed sequences whose positions restart, with
+/// [`CacheIndex::Position`]) leave either one's K and V there: give such tokens slots.
+#[derive(Clone, Copy, Debug)]
+pub enum CacheIndex<'a> {
+    /// Its position (the temporal axis for M-RoPE) in its batch row: a contiguous cache
+    /// `[batch, kv_heads, max_seq, head_dim]` in any layout (BHSD, BSHD).
+    Position,
+    /// Its slot, vLLM's `slot_mapping`: one i32 per token (`[batch, seq]`, row-major), a
+    /// negative slot meaning "not cached"; the cache is `[1, kv_heads, num_slots, head_dim]`
+    /// (vLLM's `[num_blocks * block_size, kv_heads, head_dim]` is
+    /// `Layout::bshd(Dims { batch: 1, heads: kv_heads, seq: num_slots, head_dim })`).
+    Slots(ArrayView<'a>),
+}
+
+/// The KV cache a fused call writes: K rotated, V as it is.
+#[derive(Clone, Copy, Debug)]
+pub struct KvCache<'a> {
+    /// K cache, `[batch, kv_heads, len, head_dim]` (batch 1 with slots); its own dtype.
+    pub k: TensorView<'a>,
+    /// V cache, the same shape, strides and dtype as `k` (its own offset and buffer).
+    pub v: TensorView<'a>,
+    /// Which entry of the third axis each token goes to.
+    pub index: CacheIndex<'a>,
+    /// A u32 the kernel sets to 1 when a position or slot read on the GPU was past the
+    /// cache (that token is then not cached). Positions known on the host are checked there.
+    pub overflow_flag: Option<ArrayView<'a>>,
+}
+
+/// A fused call: `qkv` is the projection output `[batch, q_heads + 2 kv_heads, seq,
+/// head_dim]` (Q heads, then K heads, then V heads; any strides, e.g. the packed BSHD rows of
+/// `[tokens, (q_heads + 2 kv_heads) * head_dim]`).
+#[derive(Clone, Copy, Debug)]
+pub struct QkvCall<'a> {
+    /// The packed projection output.
+    pub qkv: TensorView<'a>,
+    /// KV heads (grouped-query attention: `q_heads` a multiple of it or not).
+    pub kv_heads: u64,
+    /// The tokens' positions.
+    pub positions: Positions<ArrayView<'a>>,
+    /// Where K and V go.
+    pub cache: KvCache<'a>,
+    /// Rotated Q goes here (`[batch, q_heads, seq, head_dim]`, the input's dtype) instead
+    /// of back into `qkv`.
+    pub q_out: Option<TensorView<'a>>,
+}
+
+impl<'a> QkvCall<'a> {
+    /// A call that rotates Q in place in `qkv`.
+    pub fn new(
+        qkv: TensorView<'a>,
+        kv_heads: u64,
+        positions: Positions<ArrayView<'a>>,
+        cache: KvCache<'a>,
+    ) -> Self {
+        Self {
+            qkv,
+            kv_heads,
+            positions,
+            cache,
+            q_out: None,
+        }
+    }
+
+    /// Writes rotated Q to `q_out` instead.
+    pub fn with_q_out(mut self, q_out: TensorView<'a>) -> Self {
+        self.q_out = Some(q_out);
+        self
+    }
+}
+
+/// The views of a checked call.
+struct Views<'a> {
+    /// Q heads of `qkv`.
+    q: Layout,
+    heads: [u64; 2],
+    k_cache: &'a TensorView<'a>,
+    v_cache: &'a TensorView<'a>,
+}
+
+impl Rope {
+    /// Records the fused call `call`: Q rotated (in place or into `q_out`), K rotated and V
+    /// copied into the KV cache, one dispatch; each angle is computed once per (token,
+    /// pair) for every Q and K head.
+    pub fn encode_qkv(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        call: &QkvCall<'_>,
+    ) -> Result<EncodeReport> {
+        let views = self.check_qkv(call)?;
+        let [batch, _, seq, d] = call.qkv.layout.shape;
+        if batch * seq == 0 {
+            return Ok(EncodeReport::default());
+        }
+        let (positions, seq_len) =
+            resolve_positions(call.positions, &views.q, self.spec.mrope.is_some())?;
+        let slots = match call.cache.index {
+            CacheIndex::Position => None,
+            CacheIndex::Slots(s) => {
+                if matches!(
+                    positions,
+                    Positions::Varlen {
+                        offsets: Some(_),
+                        ..
+                    }
+                ) {
+                    return Err(Error::Unsupported(
+                        "a slot mapping and varlen offsets share one binding of the fused \
+                         kernel: give the positions as ids instead",
+                    ));
+                }
+                Some(words(s, batch * seq, "slot mapping")?)
+            }
+        };
+        let cache_len = views.k_cache.layout.shape[2];
+        if let (None, Some(end)) = (slots, seq_len)
+            && end > cache_len
+        {
+            return Err(Error::KvCacheTooShort {
+                position: end - 1,
+                len: cache_len,
+            });
+        }
+        let angles = self.angles_at(seq_len)?;
+        let freq = self
+            .ctx
+            .packed_frequencies(&angles.inv_freq, &self.axes, 1)?;
+        let flag = match call.cache.overflow_flag {
+            Some(f) => Some(words(f, 1, "KV cache overflow flag")?),
+            None => None,
+        };
+        let spec = Specialization {
+            op: Op::Fused {
+                cache: views.k_cache.dtype,
+                paged: slots.is_some(),
+                q_out: call.q_out.is_some(),
+            },
+            positions: positions.mode(),
+            ..Specialization::new(
+                Kernel::Fused,
+                self.spec.pair_layout,
+                Width::X1,
+                call.qkv.dtype,
+            )
+        };
+        let total = batch * seq * (d / 2);
+        let (workgroups, grid) = fold_grid(total.div_ceil(WORKGROUP));
+        let mut params = Params {
+            n_b: batch as u32,
+            n_h: views.heads[0] as u32,
+            n_h2: views.heads[1] as u32,
+            n_s: seq as u32,
+            groups: (d / 2) as u32,
+            half: (self.rotary_dim / 2) as u32,
+            ids_stride_b: seq as u32,
+            sin_sign: if self.spec.inverse { -1.0 } else { 1.0 },
+            scale: angles.attention_factor,
+            tokens: 1,
+            total: total as u32,
+            grid_x: grid[0],
+            cache_len: cache_len as u32,
+            ..Params::default()
+        };
+        let mut entries = vec![self.entry(2, &freq, (0, freq.size()), Access::ReadOnly)];
+        let (x, base) = self.tensor_window(&call.qkv)?;
+        [
+            params.base,
+            params.stride_b,
+            params.stride_h,
+            params.stride_s,
+        ] = fields(base, &call.qkv.layout);
+        entries.push(self.entry(1, call.qkv.buffer, x, Access::ReadWrite));
+        match &call.q_out {
+            Some(out) => {
+                let (w, base) = self.tensor_window(out)?;
+                [
+                    params.base2,
+                    params.stride2_b,
+                    params.stride2_h,
+                    params.stride2_s,
+                ] = fields(base, &out.layout);
+                entries.push(self.entry(5, out.buffer, w, Access::ReadWrite));
+            }
+            None => entries.push(self.dummy_entry(5, &self.ctx.dummy_rw, Access::ReadWrite)),
+        }
+        let (k, k_base) = self.tensor_window(views.k_cache)?;
+        let (v, v_base) = self.tensor_window(views.v_cache)?;
+        let [_, cb, ch, cp] = fields(0, &views.k_cache.layout);
+        (params.k_base, params.v_base) = (k_base as u32, v_base as u32);
+        (
+            params.cache_stride_b,
+            params.cache_stride_h,
+            params.cache_stride_p,
+        ) = (cb, ch, cp);
+        if slots.is_some() {
+            params.cache_stride_b = 0;
+        }
+        entries.push(self.entry(9, views.k_cache.buffer, k, Access::ReadWrite));
+        entries.push(self.entry(10, views.v_cache.buffer, v, Access::ReadWrite));
+        self.position_entries(&mut params, &mut entries, positions, slots, batch, seq);
+        match flag {
+            Some(f) => {
+                let w = self.ctx.window(f.buffer, f.first * 4, 4);
+                params.flag_base = ((f.first * 4 - w.0) / 4) as u32;
+                entries.push(self.entry(8, f.buffer, w, Access::ReadWrite));
+            }
+            None => entries.push(self.dummy_entry(8, &self.ctx.dummy_flag, Access::ReadWrite)),
+        }
+        let uniform = self.ctx.buffer_init(
+            "wgpu-posenc fused parameters",
+            bytemuck::bytes_of(&params),
+            wgpu::BufferUsages::UNIFORM,
+        )?;
+        entries.push(self.entry(0, &uniform, (0, uniform.size()), Access::Uniform));
+        entries.sort_by_key(|e| e.binding);
+        self.dispatch(encoder, spec, &entries, grid)?;
+        Ok(EncodeReport {
+            dispatches: 1,
+            blocks: 1,
+            max_workgroups: workgroups,
+        })
+    }
+
+    /// The shapes, dtypes, usages, sizes and overlaps of a fused call.
+    fn check_qkv<'c>(&self, call: &'c QkvCall<'c>) -> Result<Views<'c>> {
+        let [batch, heads, _, d] = call.qkv.layout.shape;
+        if d != self.head_dim {
+            return Err(Error::DimMismatch {
+                spec: self.head_dim,
+                tensor: d,
+            });
+        }
+        let kv = call.kv_heads;
+        let q_heads = heads.saturating_sub(kv.saturating_mul(2));
+        if kv == 0 || q_heads == 0 || q_heads + 2 * kv != heads || !d.is_multiple_of(2) {
+            return Err(Error::Unsupported(
+                "the fused QKV call needs qkv [batch, q_heads + 2 kv_heads, seq, head_dim] \
+                 with at least one Q and one KV head and an even head_dim",
+            ));
+        }
+        let mut q = call.qkv.layout;
+        q.shape[1] = q_heads;
+        let (k_cache, v_cache) = (&call.cache.k, &call.cache.v);
+        let [cb, ch, len, cd] = k_cache.layout.shape;
+        let cache_batch = match call.cache.index {
+            CacheIndex::Position => batch,
+            CacheIndex::Slots(_) => 1,
+        };
+        if [cb, ch, cd] != [cache_batch, kv, d] || v_cache.layout.shape != k_cache.layout.shape {
+            return Err(Error::ShapeMismatch {
+                what: "the K and V caches must be [batch (1 with slots), kv_heads, len, head_dim]",
+                a: k_cache.layout.shape,
+                b: [cache_batch, kv, len.max(v_cache.layout.shape[2]), d],
+            });
+        }
+        if v_cache.layout.strides != k_cache.layout.strides || v_cache.dtype != k_cache.dtype {
+            return Err(Error::Unsupported(
+                "the K and V caches must have the same strides and dtype (their offsets and \
+                 buffers may differ)",
+            ));
+        }
+        for dtype in [call.qkv.dtype, k_cache.dtype] {
+            self.ctx.check_dtype(dtype)?;
+        }
+        self.ctx.check_view(&call.qkv, "the packed QKV tensor")?;
+        self.ctx.check_view(k_cache, "the K cache")?;
+        self.ctx.check_view(v_cache, "the V cache")?;
+        q.end()?;
+        let mut named = vec![
+            ("the packed QKV tensor", &call.qkv),
+            ("the K cache", k_cache),
+            ("the V cache", v_cache),
+        ];
+        if let Some(out) = &call.q_out {
+            if out.layout.shape != q.shape || out.dtype != call.qkv.dtype {
+                return Err(Error::ShapeMismatch {
+                    what: "q_out must be [batch, q_heads, seq, head_dim] of the input's dtype",
+                    a: out.layout.shape,
+                    b: q.shape,
+                });
+            }
+            self.ctx.check_view(out, "q_out")?;
+            named.push(("q_out", out));
+        }
+        for (i, a) in named.iter().enumerate() {
+            for b in &named[i + 1..] {
+                check_disjoint("the fused QKV call", (a.0, a.1), (b.0, b.1))?;
+            }
+        }
+        Ok(Views {
+            q,
+            heads: [q_heads, kv],
+            k_cache,
+            v_cache,
+        })
+    }
+
+    /// The binding window of a view and the element index of its first element in it.
+    fn tensor_window(&self, view: &TensorView<'_>) -> Result<((u64, u64), u64)> {
+        let elem = view.dtype.size();
+        let start = view.layout.offset * elem;
+        let end = byte_end(view)?;
+        let w = self.ctx.window(view.buffer, start, end - start);
+        if w.1 > self.ctx.max_binding {
+            return Err(Error::RowTooLarge {
+                row_bytes: w.1,
+                limit: self.ctx.max_binding,
+            });
+        }
+        Ok((w, (start - w.0) / elem))
+    }
+
+    /// The ids (or starts, or cu_seqlens) and the varlen offsets or slot mapping.
+    fn position_entries(
+        &self,
+        params: &mut Params,
+        entries: &mut Vec<Entry>,
+        positions: PassPositions<'_>,
+        slots: Option<Words<'_>>,
+        batch: u64,
+        seq: u64,
+    ) {
+        let tokens = batch * seq;
+        let (ids, aux) = match positions {
+            Positions::Start(start) => {
+                params.pos_start = start;
+                (None, None)
+            }
+            Positions::BatchStarts(w) => (Some((w, batch)), None),
+            Positions::Ids(w) => (Some((w, tokens)), None),
+            Positions::Axes(w) => (Some((w, 3 * tokens)), None),
+            Positions::Varlen {
+                cu_seqlens,
+                num_seqs,
+                offsets,
+            } => {
+                params.num_seqs = num_seqs;
+                let n = u64::from(num_seqs);
+                (Some((cu_seqlens, n + 1)), offsets.map(|o| (o, n)))
+            }
+        };
+        params.axis_stride = tokens as u32;
+        let aux = aux.or(slots.map(|s| (s, tokens)));
+        for (binding, array, base) in [
+            (3, ids, &mut params.ids_base),
+            (4, aux, &mut params.aux_base),
+        ] {
+            match array {
+                Some((w, count)) => {
+                    let win = self.ctx.window(w.buffer, w.first * 4, count * 4);
+                    *base = ((w.first * 4 - win.0) / 4) as u32;
+                    entries.push(self.entry(binding, w.buffer, win, Access::ReadOnly));
+                }
+                None => entries.push(self.dummy_entry(binding, &self.ctx.dummy, Access::ReadOnly)),
+            }
+        }
+    }
+
+    fn entry(&self, binding: u32, buffer: &wgpu::Buffer, w: (u64, u64), access: Access) -> Entry {
+        Entry {
+            binding,
+            buffer: buffer.clone(),
+            offset: w.0,
+            size: w.1,
+            access,
+        }
+    }
+
+    fn dummy_entry(&self, binding: u32, dummy: &wgpu::Buffer, access: Access) -> Entry {
+        self.entry(binding, dummy, (0, dummy.size()), access)
+    }
+
+    /// Checks and binds `entries`, and records the dispatch.
+    fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        spec: Specialization,
+        entries: &[Entry],
+        grid: [u32; 2],
+    ) -> Result<()> {
+        let ctx = &self.ctx;
+        let rules = Rules {
+            storage_align: ctx.storage_align,
+            uniform_align: ctx.uniform_align,
+            max_storage_binding: ctx.max_binding,
+        };
+        let pipeline = ctx.pipeline(spec)?;
+        let group = bind::create(&ctx.device, &ctx.fused_bind_group_layout, &rules, entries)?;
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("wgpu-posenc fused qkv"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &group, &[]);
+        pass.dispatch_workgroups(grid[0], grid[1], 1);
+        drop(pass);
+        #[cfg(feature = "capture")]
+        if let Some(capture) = &ctx.capture {
+            capture.record_pass(vec![(spec, entries.to_vec(), [grid[0], grid[1], 1])]);
+        }
+        Ok(())
+    }
+}
+
+/// `[base, stride_b, stride_h, stride_s]` of a view whose first element is at `base` of its
+/// binding (all below 2^32: a binding holds at most 4 GiB).
+fn fields(base: u64, layout: &Layout) -> [u32; 4] {
+    let [b, h, s] = layout.strides;
+    [base as u32, b as u32, h as u32, s as u32]
+}

@@ -1,0 +1,545 @@
+//! The fused attention preprocessing call (`Rope::encode_qkv`): from a packed QKV projection,
+//! Q rotated, K rotated and V copied into a KV cache in one dispatch, against the f64
+//! reference (`reference::qkv_cache`): every position mode, GQA and MHA, contiguous caches in
+//! BHSD and BSHD and paged caches by slot mapping (negative slots skipped, slots past the
+//! cache flagged), each input dtype and each cache dtype, Q in place or into its own tensor.
+//! Every buffer is poisoned around and between the views: an element written that should not
+//! be, or one left unwritten, fails.
+
+mod common;
+
+use common::{Rng, ctx};
+use wgpu::util::DeviceExt;
+use wgpu_posenc::reference::{self, HostCacheIndex};
+use wgpu_posenc::{
+    ArrayView, CacheIndex, Dims, Dtype, Error, HostPositions, KvCache, Layout, PairLayout,
+    Positions, QkvCall, RopeSpec, Scaling, TensorView,
+};
+
+/// Elements of guard before and after every view.
+const GUARD: u64 = 6;
+
+fn encode(dtype: Dtype, v: f64) -> u32 {
+    match dtype {
+        Dtype::F32 => (v as f32).to_bits(),
+        Dtype::F16 => u32::from(half::f16::from_f64(v).to_bits()),
+        Dtype::BF16 => u32::from(half::bf16::from_f64(v).to_bits()),
+    }
+}
+
+fn decode(dtype: Dtype, bits: u32) -> f64 {
+    match dtype {
+        Dtype::F32 => f64::from(f32::from_bits(bits)),
+        Dtype::F16 => half::f16::from_bits(bits as u16).to_f64(),
+        Dtype::BF16 => half::bf16::from_bits(bits as u16).to_f64(),
+    }
+}
+
+/// A NaN of `dtype` whose payload encodes `i`.
+fn poison(dtype: Dtype, i: usize) -> u32 {
+    match dtype {
+        Dtype::F32 => common::poison(i).to_bits(),
+        Dtype::F16 => 0x7e00 | (i as u32 & 0x1ff),
+        Dtype::BF16 => 0x7fc0 | (i as u32 & 0x3f),
+    }
+}
+
+/// Element bits as stored in a buffer of `dtype`.
+fn to_bytes(dtype: Dtype, bits: &[u32]) -> Vec<u8> {
+    let mut bytes: Vec<u8> = match dtype {
+        Dtype::F32 => bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
+        _ => bits
+            .iter()
+            .flat_map(|&b| (b as u16).to_le_bytes())
+            .collect(),
+    };
+    bytes.resize(bytes.len().next_multiple_of(4).max(4), 0);
+    bytes
+}
+
+fn from_bytes(dtype: Dtype, bytes: &[u8], n: usize) -> Vec<u32> {
+    match dtype {
+        Dtype::F32 => bytes
+            .chunks(4)
+            .take(n)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect(),
+        _ => bytes
+            .chunks(2)
+            .take(n)
+            .map(|c| u32::from(u16::from_le_bytes(c.try_into().unwrap())))
+            .collect(),
+    }
+}
+
+/// A buffer of `len` poisoned elements of `dtype` whose elements inside `layout` are random.
+struct Data {
+    dtype: Dtype,
+    bits: Vec<u32>,
+    buffer: wgpu::Buffer,
+}
+
+impl Data {
+    fn new(rng: &mut Rng, dtype: Dtype, layout: &Layout, random: bool) -> Self {
+        let len = (layout.end().expect("layout") + GUARD) as usize;
+        let mut bits: Vec<u32> = (0..len).map(|i| poison(dtype, i)).collect();
+        if random {
+            let [b, h, s, d] = layout.shape;
+            for (bb, hh, ss) in
+                (0..b).flat_map(|x| (0..h).flat_map(move |y| (0..s).map(move |z| (x, y, z))))
+            {
+                let at = reference::row_start(layout, bb, hh, ss) as usize;
+                for e in 0..d as usize {
+                    bits[at + e] = encode(dtype, f64::from(rng.value()));
+                }
+            }
+        }
+        let buffer = ctx()
+            .device()
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("fused test data"),
+                contents: &to_bytes(dtype, &bits),
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            });
+        Self {
+            dtype,
+            bits,
+            buffer,
+        }
+    }
+
+    fn values(&self) -> Vec<f64> {
+        self.bits.iter().map(|&b| decode(self.dtype, b)).collect()
+    }
+
+    fn read(&self) -> Vec<u32> {
+        let bytes = ctx().read_buffer(&self.buffer).expect("read back");
+        from_bytes(self.dtype, &bytes, self.bits.len())
+    }
+
+    /// Untouched where the reference left the initial value, else within one rounding.
+    #[track_caller]
+    fn check(&self, expected: &[f64], what: &str) -> f64 {
+        let got = self.read();
+        let rel = match self.dtype {
+            Dtype::F32 => 0.0,
+            Dtype::F16 => 2f64.powi(-10),
+            Dtype::BF16 => 2f64.powi(-7),
+        };
+        let mut worst = 0.0f64;
+        for (i, ((&g, &x), &r)) in got.iter().zip(&self.bits).zip(expected).enumerate() {
+            if r.to_bits() == decode(self.dtype, x).to_bits() {
+                assert_eq!(g, x, "{what}: element {i} should be untouched");
+            } else {
+                let err = (decode(self.dtype, g) - r).abs();
+                assert!(
+                    err <= rel * r.abs() + 2e-6,
+                    "{what}: element {i}: {} vs {r}",
+                    decode(self.dtype, g)
+                );
+                worst = worst.max(err);
+            }
+        }
+        worst
+    }
+}
+
+fn u32_buffer(words: &[u32]) -> wgpu::Buffer {
+    let words = if words.is_empty() { &[0][..] } else { words };
+    ctx()
+        .device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("fused test words"),
+            contents: bytemuck::cast_slice(words),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        })
+}
+
+#[derive(Clone, Debug)]
+enum Index {
+    Position { bshd: bool },
+    Slots(Vec<i32>),
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    name: &'static str,
+    spec: RopeSpec,
+    dims: [u64; 5],
+    dtype: Dtype,
+    cache_dtype: Dtype,
+    positions: Positions<Vec<u32>>,
+    index: Index,
+    cache_len: u64,
+    q_out: bool,
+}
+
+impl Case {
+    fn new(name: &'static str, dims: [u64; 5], positions: Positions<Vec<u32>>) -> Self {
+        Case {
+            name,
+            spec: RopeSpec::new(),
+            dims,
+            dtype: Dtype::F32,
+            cache_dtype: Dtype::F32,
+            positions,
+            index: Index::Position { bshd: false },
+            cache_len: 24,
+            q_out: false,
+        }
+    }
+}
+
+/// Runs `case`; returns the flag's value, or the call's error.
+fn run(case: &Case, seed: u64) -> Result<u32, Error> {
+    let mut rng = Rng::new(seed);
+    let [batch, seq, q_heads, kv_heads, d] = case.dims;
+    let heads = q_heads + 2 * kv_heads;
+    let qkv_layout = Layout::bshd(Dims {
+        batch,
+        heads,
+        seq,
+        head_dim: d,
+    })
+    .with_offset(GUARD);
+    let q_layout = Layout::bhsd([batch, q_heads, seq, d]).with_offset(GUARD);
+    let (cache_batch, bshd) = match &case.index {
+        Index::Position { bshd } => (batch, *bshd),
+        Index::Slots(_) => (1, true),
+    };
+    let cache_dims = Dims {
+        batch: cache_batch,
+        heads: kv_heads,
+        seq: case.cache_len,
+        head_dim: d,
+    };
+    let cache_layout = |offset| {
+        let l = if bshd {
+            Layout::bshd(cache_dims)
+        } else {
+            Layout::bhsd([cache_batch, kv_heads, case.cache_len, d])
+        };
+        l.with_offset(offset)
+    };
+    let (k_layout, v_layout) = (cache_layout(GUARD), cache_layout(2 * GUARD));
+    let qkv = Data::new(&mut rng, case.dtype, &qkv_layout, true);
+    let q_out = case
+        .q_out
+        .then(|| Data::new(&mut rng, case.dtype, &q_layout, false));
+    let k = Data::new(&mut rng, case.cache_dtype, &k_layout, false);
+    let v = Data::new(&mut rng, case.cache_dtype, &v_layout, false);
+    let pos_buffers = case.positions.as_ref().map(|p| u32_buffer(p));
+    let slots: Vec<u32> = match &case.index {
+        Index::Slots(s) => s.iter().map(|&x| x as u32).collect(),
+        Index::Position { .. } => Vec::new(),
+    };
+    let slot_buffer = u32_buffer(&slots);
+    let flag = u32_buffer(&[0]);
+
+    fn view(data: &Data, layout: Layout) -> TensorView<'_> {
+        TensorView::new(&data.buffer, layout).with_dtype(data.dtype)
+    }
+    let call = QkvCall::new(
+        view(&qkv, qkv_layout),
+        kv_heads,
+        pos_buffers.as_ref().map(ArrayView::new),
+        KvCache {
+            k: view(&k, k_layout),
+            v: view(&v, v_layout),
+            index: match &case.index {
+                Index::Position { .. } => CacheIndex::Position,
+                Index::Slots(_) => CacheIndex::Slots(ArrayView::new(&slot_buffer)),
+            },
+            overflow_flag: Some(ArrayView::new(&flag)),
+        },
+    );
+    let call = match &q_out {
+        Some(out) => call.with_q_out(view(out, q_layout)),
+        None => call,
+    };
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let report = ctx().encode_qkv(&mut encoder, &case.spec, &call)?;
+    assert_eq!(report.dispatches, 1, "{}", case.name);
+    ctx().queue().submit([encoder.finish()]);
+
+    let host: HostPositions<'_> = case.positions.as_ref().map(|p| &p[..]);
+    let (mut qkv_ref, mut k_ref, mut v_ref) = (qkv.values(), k.values(), v.values());
+    let mut q_ref = q_out.as_ref().map(Data::values);
+    let slots_ref: Vec<i32> = slots.iter().map(|&s| s as i32).collect();
+    reference::qkv_cache(
+        &case.spec,
+        &qkv_layout,
+        &mut qkv_ref,
+        kv_heads,
+        host,
+        q_ref.as_mut().map(|q| (&q_layout, &mut q[..])),
+        (&k_layout, &mut k_ref),
+        (&v_layout, &mut v_ref),
+        match &case.index {
+            Index::Position { .. } => HostCacheIndex::Position,
+            Index::Slots(_) => HostCacheIndex::Slots(&slots_ref),
+        },
+    );
+    let errors = [
+        qkv.check(&qkv_ref, &format!("{}: qkv", case.name)),
+        q_out.as_ref().map_or(0.0, |q| {
+            q.check(q_ref.as_ref().unwrap(), &format!("{}: q_out", case.name))
+        }),
+        k.check(&k_ref, &format!("{}: K cache", case.name)),
+        v.check(&v_ref, &format!("{}: V cache", case.name)),
+    ];
+    eprintln!(
+        "{}: max error {:.2e}",
+        case.name,
+        errors.iter().fold(0.0f64, |a, &b| a.max(b))
+    );
+    let flag = ctx().read_buffer(&flag).expect("flag");
+    Ok(u32::from_le_bytes(flag[..4].try_into().unwrap()))
+}
+
+/// Whether the case stores f16 (which the GL backend cannot).
+fn uses_f16(case: &Case) -> bool {
+    case.dtype == Dtype::F16 || case.cache_dtype == Dtype::F16
+}
+
+fn has_f16() -> bool {
+    ctx()
+        .device()
+        .features()
+        .contains(wgpu::Features::SHADER_F16)
+}
+
+fn cases() -> Vec<Case> {
+    let ids = |v: &[u32]| Positions::Ids(v.to_vec());
+    vec![
+        Case::new(
+            "start, GQA 8/2, BHSD cache, in place",
+            [2, 5, 8, 2, 64],
+            Positions::Start(7),
+        ),
+        Case {
+            spec: RopeSpec::new().pair_layout(PairLayout::Interleaved),
+            cache_dtype: Dtype::F16,
+            index: Index::Position { bshd: true },
+            q_out: true,
+            ..Case::new(
+                "per-row starts, interleaved, f16 BSHD cache, Q out",
+                [3, 4, 4, 2, 32],
+                Positions::BatchStarts(vec![0, 9, 3]),
+            )
+        },
+        Case {
+            spec: RopeSpec::new()
+                .rotary_dim(32)
+                .scaling(Scaling::yarn(4.0, 4096)),
+            dtype: Dtype::BF16,
+            cache_dtype: Dtype::BF16,
+            index: Index::Slots(vec![3, 4, -1, 9, 0, 1, 17, -1, 12, 2, 5, 6]),
+            cache_len: 20,
+            ..Case::new(
+                "ids, bf16 in and cache, partial rotary, YaRN, paged",
+                [2, 6, 4, 1, 64],
+                ids(&[0, 1, 2, 3, 4, 5, 100, 101, 70_000, 4_000_000_000, 7, 8]),
+            )
+        },
+        Case {
+            dtype: Dtype::F16,
+            // Packed sequences restart their positions: distinct slots keep them apart.
+            index: Index::Slots(vec![0, 1, 2, 8, 9, 10, 11, 16, 17, 18]),
+            ..Case::new(
+                "varlen, f16 in, f32 paged cache",
+                [1, 10, 6, 3, 32],
+                Positions::Varlen {
+                    cu_seqlens: vec![0, 3, 7, 10],
+                    num_seqs: 3,
+                    offsets: None,
+                },
+            )
+        },
+        Case {
+            spec: RopeSpec::new()
+                .pair_layout(PairLayout::Interleaved)
+                .inverse(true),
+            cache_dtype: Dtype::BF16,
+            index: Index::Position { bshd: true },
+            q_out: true,
+            ..Case::new(
+                "varlen offsets, inverse, bf16 BSHD cache, Q out",
+                [1, 9, 2, 2, 16],
+                Positions::Varlen {
+                    cu_seqlens: vec![0, 4, 5, 9],
+                    num_seqs: 3,
+                    offsets: Some(vec![5, 0, 12]),
+                },
+            )
+        },
+        Case {
+            spec: RopeSpec::new().mrope([8, 12, 12], false),
+            ..Case::new(
+                "M-RoPE axes, cache at the temporal position",
+                [2, 3, 4, 2, 64],
+                Positions::Axes(vec![
+                    0, 1, 2, 3, 4, 5, // temporal
+                    0, 7, 8, 2, 2, 9, // height
+                    1, 1, 4, 0, 6, 3, // width
+                ]),
+            )
+        },
+        Case {
+            spec: RopeSpec::new().base(500_000.0).scaling(Scaling::llama3()),
+            ..Case::new(
+                "MHA 4/4, Llama 3, head_dim 128, Q out",
+                [1, 7, 4, 4, 128],
+                Positions::Start(0),
+            )
+        },
+    ]
+}
+
+#[test]
+fn fused_calls_match_the_reference() {
+    for (i, case) in cases().into_iter().enumerate() {
+        match run(&case, 100 + i as u64) {
+            Ok(flag) => {
+                // Every position and slot of these cases is inside its cache.
+                assert_eq!(flag, 0, "{}: overflow flag", case.name);
+            }
+            Err(Error::MissingFeature { .. }) if uses_f16(&case) && !has_f16() => {}
+            Err(e) => panic!("{}: {e}", case.name),
+        }
+    }
+}
+
+#[test]
+fn positions_or_slots_past_the_cache_are_skipped_and_flagged() {
+    let slots = Case {
+        index: Index::Slots(vec![0, 31, 2, -1]),
+        cache_len: 8,
+        ..Case::new(
+            "a slot past the cache",
+            [1, 4, 2, 1, 16],
+            Positions::Start(0),
+        )
+    };
+    assert_eq!(run(&slots, 7).expect("run"), 1, "slot 31 of 8");
+    let ids = Case {
+        cache_len: 8,
+        ..Case::new(
+            "an id past the cache",
+            [2, 2, 2, 2, 16],
+            Positions::Ids(vec![0, 3, 8, 1]),
+        )
+    };
+    assert_eq!(run(&ids, 8).expect("run"), 1, "position 8 of 8");
+}
+
+#[test]
+fn bad_fused_calls_are_typed_errors() {
+    let start = Case {
+        cache_len: 8,
+        ..Case::new(
+            "start past the cache",
+            [1, 4, 2, 1, 16],
+            Positions::Start(6),
+        )
+    };
+    assert!(
+        matches!(
+            run(&start, 1),
+            Err(Error::KvCacheTooShort {
+                position: 9,
+                len: 8
+            })
+        ),
+        "{:?}",
+        run(&start, 1)
+    );
+    let slots_and_offsets = Case {
+        index: Index::Slots(vec![0, 1, 2, 3]),
+        ..Case::new(
+            "slots with varlen offsets",
+            [1, 4, 2, 1, 16],
+            Positions::Varlen {
+                cu_seqlens: vec![0, 2, 4],
+                num_seqs: 2,
+                offsets: Some(vec![1, 1]),
+            },
+        )
+    };
+    assert!(matches!(
+        run(&slots_and_offsets, 2),
+        Err(Error::Unsupported(_))
+    ));
+    // Shapes: a head_dim other than the spec's, kv_heads that do not fit, a cache of the
+    // wrong shape, K and V caches of different dtypes, and a cache over the input.
+    let b = |bytes: u64| {
+        ctx().device().create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: bytes,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        })
+    };
+    let (qkv_buf, k_buf, v_buf) = (b(4096), b(4096), b(4096));
+    let qkv = TensorView::new(
+        &qkv_buf,
+        Layout::bshd(Dims {
+            batch: 1,
+            heads: 6,
+            seq: 2,
+            head_dim: 16,
+        }),
+    );
+    let cache = |buf| TensorView::new(buf, Layout::bhsd([1, 2, 8, 16]));
+    let kv = KvCache {
+        k: cache(&k_buf),
+        v: cache(&v_buf),
+        index: CacheIndex::Position,
+        overflow_flag: None,
+    };
+    let spec = RopeSpec::new();
+    let encode = |call: &QkvCall<'_>| {
+        let mut encoder = ctx().device().create_command_encoder(&Default::default());
+        ctx().encode_qkv(&mut encoder, &spec, call)
+    };
+    let good = QkvCall::new(qkv, 2, Positions::Start(0), kv);
+    encode(&good).expect("the good call");
+    let wrong_heads = QkvCall {
+        kv_heads: 3,
+        ..good
+    };
+    assert!(matches!(encode(&wrong_heads), Err(Error::Unsupported(_))));
+    let short_cache = KvCache {
+        k: TensorView::new(&k_buf, Layout::bhsd([1, 1, 8, 16])),
+        ..kv
+    };
+    assert!(matches!(
+        encode(&QkvCall {
+            cache: short_cache,
+            ..good
+        }),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    let mixed = KvCache {
+        v: cache(&v_buf).with_dtype(Dtype::BF16),
+        ..kv
+    };
+    assert!(matches!(
+        encode(&QkvCall {
+            cache: mixed,
+            ..good
+        }),
+        Err(Error::Unsupported(_))
+    ));
+    let over_input = KvCache {
+        k: cache(&qkv_buf),
+        ..kv
+    };
+    assert!(matches!(
+        encode(&QkvCall {
+            cache: over_input,
+            ..good
+        }),
+        Err(Error::TensorsOverlap { .. })
+    ));
+}
