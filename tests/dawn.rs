@@ -28,8 +28,9 @@ use wgpu::util::DeviceExt;
 use wgpu_posenc::Dims;
 use wgpu_posenc::capture::{Capture, CapturedPass};
 use wgpu_posenc::{
-    ArrayView, CosSinCache, Dtype, HostPositions, Layout, PairLayout, PosEnc, Positions, RopeCall,
-    RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+    ArrayView, CacheIndex, CosSinCache, Dtype, HostPositions, KvCache, Layout, PairLayout, PosEnc,
+    Positions, QkvCall, RopeCall, RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView,
+    reference,
 };
 
 /// WebGPU's default `minStorageBufferOffsetAlignment` (and Dawn's on SwiftShader).
@@ -616,6 +617,150 @@ fn sinusoidal(rec: &mut Recorder, rng: &mut Rng) {
     }
 }
 
+/// The fused QKV call: f32 with ids, GQA and a BHSD cache, Q in place; bf16 with varlen
+/// positions, a paged bf16 cache (a skipped slot) and Q into its own tensor.
+fn fused(rec: &mut Recorder, rng: &mut Rng) {
+    let ids: Vec<u32> = (0..10).map(|i| (i * 37 + 5) % 300).collect();
+    let cu = [0u32, 3, 7];
+    let slots: [i32; 7] = [0, 1, 2, -1, 5, 6, 7];
+    for bf in [false, true] {
+        let [batch, seq, q_heads, kv_heads, d] = if bf {
+            [1, 7, 2, 1, 16]
+        } else {
+            [2, 5, 4, 2, 32]
+        };
+        let heads = q_heads + 2 * kv_heads;
+        let qkv_layout = Layout::bshd(Dims {
+            batch,
+            heads,
+            seq,
+            head_dim: d,
+        })
+        .with_offset(4);
+        let q_layout = Layout::bhsd([batch, q_heads, seq, d]).with_offset(2);
+        let cache_layout = |offset| {
+            if bf {
+                Layout::bshd(Dims {
+                    batch: 1,
+                    heads: kv_heads,
+                    seq: 12,
+                    head_dim: d,
+                })
+                .with_offset(offset)
+            } else {
+                Layout::bhsd([batch, kv_heads, 300, d]).with_offset(offset)
+            }
+        };
+        let (k_layout, v_layout) = (cache_layout(6), cache_layout(10));
+        let len = |l: &Layout| (l.end().expect("layout") + 4) as usize;
+        let poisoned = |n: usize| -> Vec<f32> { (0..n).map(poison).collect() };
+        let qkv_in = guarded_input(rng, &qkv_layout, 4);
+        let (q_in, k_in, v_in) = (
+            poisoned(len(&q_layout)),
+            poisoned(len(&k_layout)),
+            poisoned(len(&v_layout)),
+        );
+        let host = if bf {
+            HostPositions::varlen(&cu, None)
+        } else {
+            HostPositions::Ids(&ids)
+        };
+        let spec = RopeSpec::new().pair_layout(if bf {
+            PairLayout::Interleaved
+        } else {
+            PairLayout::HalfSplit
+        });
+        let widen_as = |x: &[f32]| {
+            if bf {
+                widen_bf16(&to_bf16(x))
+            } else {
+                widen(x)
+            }
+        };
+        let (mut qkv_e, mut q_e, mut k_e, mut v_e) = (
+            widen_as(&qkv_in),
+            widen_as(&q_in),
+            widen_as(&k_in),
+            widen_as(&v_in),
+        );
+        reference::qkv_cache(
+            &spec,
+            &qkv_layout,
+            &mut qkv_e,
+            kv_heads,
+            host,
+            bf.then_some((&q_layout, &mut q_e[..])),
+            (&k_layout, &mut k_e),
+            (&v_layout, &mut v_e),
+            if bf {
+                reference::HostCacheIndex::Slots(&slots)
+            } else {
+                reference::HostCacheIndex::Position
+            },
+        );
+        let upload = |rec: &Recorder, x: &[f32]| if bf { rec.u16(&to_bf16(x)) } else { rec.f32(x) };
+        let (qkv, q, k, v) = (
+            upload(rec, &qkv_in),
+            upload(rec, &q_in),
+            upload(rec, &k_in),
+            upload(rec, &v_in),
+        );
+        let gpu = host.map(|a| rec.u32(a));
+        let slot_words: Vec<u32> = slots.iter().map(|&x| x as u32).collect();
+        let slot_buffer = rec.u32(&slot_words);
+        let check = |rec: &Recorder, b: &wgpu::Buffer, x: &[f32], e: Vec<f64>| {
+            if bf {
+                rec.check_bf16(b, &to_bf16(x), e)
+            } else {
+                rec.check_f32(b, x, e)
+            }
+        };
+        let mut checks = vec![
+            check(rec, &qkv, &qkv_in, qkv_e),
+            check(rec, &k, &k_in, k_e),
+            check(rec, &v, &v_in, v_e),
+        ];
+        if bf {
+            checks.push(check(rec, &q, &q_in, q_e));
+        }
+        let dtype = if bf { Dtype::BF16 } else { Dtype::F32 };
+        let name = if bf {
+            "fused QKV, bf16, varlen, paged bf16 cache, Q out"
+        } else {
+            "fused QKV, f32, ids, GQA, BHSD cache, Q in place"
+        };
+        rec.call(
+            name,
+            |ctx, encoder| {
+                let view = |b, l| TensorView::new(b, l).with_dtype(dtype);
+                let cache = KvCache {
+                    k: view(&k, k_layout),
+                    v: view(&v, v_layout),
+                    index: if bf {
+                        CacheIndex::Slots(ArrayView::new(&slot_buffer))
+                    } else {
+                        CacheIndex::Position
+                    },
+                    overflow_flag: None,
+                };
+                let call = QkvCall::new(
+                    view(&qkv, qkv_layout),
+                    kv_heads,
+                    gpu.as_ref().map(ArrayView::new),
+                    cache,
+                );
+                let call = if bf {
+                    call.with_q_out(view(&q, q_layout))
+                } else {
+                    call
+                };
+                ctx.encode_qkv(encoder, &spec, &call).map(drop)
+            },
+            checks,
+        );
+    }
+}
+
 /// Every variant family, recorded once per test binary.
 fn recorded() -> &'static Recorder {
     static RECORDED: OnceLock<Recorder> = OnceLock::new();
@@ -767,6 +912,7 @@ fn recorded() -> &'static Recorder {
         rope_cache(&mut rec, &mut rng);
         sinusoidal(&mut rec, &mut rng);
         sinusoidal_bf16(&mut rec);
+        fused(&mut rec, &mut rng);
         rec
     })
 }
@@ -921,25 +1067,47 @@ fn write_capture(rec: &Recorder, dir: &Path) -> std::io::Result<()> {
     for (p, (source, constants)) in pipelines.iter().enumerate() {
         let file = format!("p{p}.wgsl");
         std::fs::write(dir.join(&file), source)?;
-        if source.starts_with("enable f16;") && features.is_empty() {
+        if source.contains("enable f16;") && features.is_empty() {
             features.push("shader-f16");
         }
         let constants: serde_json::Value = serde_json::from_str(constants).expect("json");
-        pipeline_json.push(json!({"wgsl": file, "entry": "main", "constants": constants}));
+        // Layout 1 for the fused QKV kernel, 0 for the pair passes.
+        let layout = usize::from(source.starts_with("// wgpu-posenc fused "));
+        pipeline_json
+            .push(json!({"wgsl": file, "entry": "main", "constants": constants, "layout": layout}));
     }
-    let storage = |binding, read_only: bool| json!({"binding": binding, "type": if read_only { "read-only-storage" } else { "storage" }});
-    let layout = vec![
-        json!({"binding": 0, "type": "uniform"}),
-        storage(1, false),
-        storage(2, true),
-        storage(3, true),
-        storage(4, true),
-        storage(5, false),
-        storage(6, true),
-        storage(7, true),
-        storage(8, false),
+    // Written here from the shaders' declarations, not from the crate's tables.
+    let entry = |binding, ty: &str| json!({"binding": binding, "type": ty});
+    let (rw, ro) = ("storage", "read-only-storage");
+    let pair = [
+        (1, rw),
+        (2, ro),
+        (3, ro),
+        (4, ro),
+        (5, rw),
+        (6, ro),
+        (7, ro),
+        (8, rw),
     ];
-    let manifest = json!({"layout": layout, "pipelines": pipeline_json, "features": features,
+    let fused = [
+        (1, rw),
+        (2, ro),
+        (3, ro),
+        (4, ro),
+        (5, rw),
+        (8, rw),
+        (9, rw),
+        (10, rw),
+    ];
+    let layouts: Vec<Vec<serde_json::Value>> = [&pair[..], &fused[..]]
+        .iter()
+        .map(|l| {
+            std::iter::once(entry(0, "uniform"))
+                .chain(l.iter().map(|&(b, t)| entry(b, t)))
+                .collect()
+        })
+        .collect();
+    let manifest = json!({"layouts": layouts, "pipelines": pipeline_json, "features": features,
                           "calls": calls});
     std::fs::write(
         dir.join("manifest.json"),

@@ -83,13 +83,17 @@ async function scoped(fn) {
   return errs;
 }
 
-let bindGroupLayout, pipelineLayout;
+// One bind group layout per kernel family (manifest.layouts); each pipeline names its own.
+const bindGroupLayouts = [], pipelineLayouts = [];
 const layoutErrors = await scoped(() => {
-  bindGroupLayout = device.createBindGroupLayout({
-    label: 'capture layout',
-    entries: manifest.layout.map((e) => ({ binding: e.binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: e.type } })),
+  manifest.layouts.forEach((layout, i) => {
+    const bgl = device.createBindGroupLayout({
+      label: `capture layout ${i}`,
+      entries: layout.map((e) => ({ binding: e.binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: e.type } })),
+    });
+    bindGroupLayouts.push(bgl);
+    pipelineLayouts.push(device.createPipelineLayout({ label: `capture pipeline layout ${i}`, bindGroupLayouts: [bgl] }));
   });
-  pipelineLayout = device.createPipelineLayout({ label: 'capture pipeline layout', bindGroupLayouts: [bindGroupLayout] });
 });
 
 // Pipelines are built on first use: {pipeline} | {skip: reason} | {error: message}.
@@ -113,7 +117,7 @@ async function getPipeline(idx) {
           .map((m) => `${p.wgsl}:${m.lineNum}:${m.linePos}: ${m.message}`);
         const constants = Object.fromEntries(Object.entries(p.constants ?? {}).map(([k, v]) => [k, Number(v)]));
         pipeline = device.createComputePipeline({
-          label: `p${idx} ${p.wgsl}`, layout: pipelineLayout, compute: { module, entryPoint: p.entry, constants },
+          label: `p${idx} ${p.wgsl}`, layout: pipelineLayouts[p.layout], compute: { module, entryPoint: p.entry, constants },
         });
       });
       // A scope error already quotes the compiler message; the compilation info is the fallback.
@@ -208,7 +212,7 @@ async function runCall(call) {
       pass.dispatches.forEach((d, di) => {
         cp.setPipeline(pipes[d.pipeline]);
         cp.setBindGroup(0, device.createBindGroup({
-          label: `${call.name} pass ${pi} dispatch ${di}`, layout: bindGroupLayout,
+          label: `${call.name} pass ${pi} dispatch ${di}`, layout: bindGroupLayouts[manifest.pipelines[d.pipeline].layout],
           entries: d.bindings.map((b) => {
             const buffer = buffers.get(b.buffer);
             if (!buffer) throw new Error(`dispatch ${pi}.${di} binds unknown buffer ${b.buffer}`);
