@@ -41,7 +41,7 @@ use rand::{RngExt, SeedableRng};
 
 use cases::{Buffers, Case, D_MODEL, Decode, HEAD_DIM, HEADS};
 use wgpu_posenc::roofline::{Timer, TimerKind};
-use wgpu_posenc::{HostPositions, Layout, PosEnc, reference};
+use wgpu_posenc::{HostPositions, Layout, PairLayout, PosEnc, reference};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -318,6 +318,18 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
                 .collect();
             (rows, HEAD_DIM)
         }
+        Case::Qkv { .. } => {
+            // Q rows, rotated in place.
+            let layout = cases::rope_layout(cases::Tensor::Bshd, seq);
+            let rows = sample(seq)
+                .into_iter()
+                .map(|(h, s)| {
+                    let h = h % cases::QKV_Q_HEADS;
+                    (h, s, reference::row_start(&layout, 0, h, s))
+                })
+                .collect();
+            (rows, HEAD_DIM)
+        }
         Case::Table | Case::Add => {
             let rows = sample(seq)
                 .into_iter()
@@ -380,6 +392,15 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
     for (k, (&(_, s, _), input)) in rows.iter().zip(&inputs).enumerate() {
         let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
         match case {
+            Case::Qkv { .. } => {
+                let one = Layout::bhsd([1, 1, 1, HEAD_DIM]);
+                reference::rope(
+                    &cases::rope_spec(PairLayout::HalfSplit),
+                    &one,
+                    &mut expected,
+                    HostPositions::Start(s as u32),
+                );
+            }
             Case::Rope(pair, _) => {
                 let one = Layout::bhsd([1, 1, 1, HEAD_DIM]);
                 reference::rope(

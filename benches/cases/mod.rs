@@ -1,7 +1,9 @@
 //! What the `throughput` example and the `throughput` bench time: each kernel over one
 //! buffer of `S * 16 KiB` (a `[1, 32, S, 128]` f32 tensor, or a `[S, 4096]` table / `[1, S,
 //! 4096]` embeddings: the same bytes), the roofline of that buffer (the identity shader and
-//! `copy_buffer_to_buffer`), and the one-token decode step against an empty dispatch.
+//! `copy_buffer_to_buffer`), and the one-token decode step against an empty dispatch. The
+//! fused QKV case reads the same buffer as a packed projection `[1, S, 24 + 2 * 4 heads,
+//! 128]` and writes Q in place and K, V into caches `[1, S, 4, 128]`: the same bytes again.
 //!
 //! Shared by the two bench targets, `benches/throughput.rs` and `benches/criterion.rs`,
 //! so the two time the same work.
@@ -9,7 +11,8 @@
 use wgpu_posenc::Dims;
 use wgpu_posenc::roofline::Roofline;
 use wgpu_posenc::{
-    Layout, PairLayout, PosEnc, Positions, Result, RopeSpec, SinusoidalSpec, TensorView,
+    CacheIndex, KvCache, Layout, PairLayout, PosEnc, Positions, QkvCall, Result, RopeSpec,
+    SinusoidalSpec, TensorView,
 };
 
 /// Heads of the RoPE tensor.
@@ -20,6 +23,10 @@ pub const HEAD_DIM: u64 = 128;
 pub const D_MODEL: u64 = HEADS * HEAD_DIM;
 /// KV heads of the decode step's K (grouped-query attention, as in LLaMA 3 8B).
 pub const KV_HEADS: u64 = 8;
+/// Q and KV heads of the fused QKV case: 24 + 2 * 4 = 32 heads, the bytes of every case.
+pub const QKV_Q_HEADS: u64 = 24;
+/// KV heads of the fused QKV case.
+pub const QKV_KV_HEADS: u64 = 4;
 /// Position of the decoded token.
 pub const DECODE_POSITION: u32 = 4095;
 /// `x * scale + PE` with this scale in the fused-add case: 1, so that values stay bounded
@@ -48,6 +55,13 @@ pub enum Case {
     Table,
     /// The fused `x = x * scale + PE` over `[1, S, 4096]`.
     Add,
+    /// Packed QKV to Q rotated in place, K rotated and V copied into BSHD caches: in one
+    /// dispatch (`fused`), or as RoPE on Q and K then two copies of the K and V bytes
+    /// (contiguous `copy_buffer_to_buffer`, a lower bound of any copy into a cache).
+    Qkv {
+        /// One dispatch.
+        fused: bool,
+    },
 }
 
 impl Case {
@@ -61,6 +75,8 @@ impl Case {
         }
         all.push(Case::Table);
         all.push(Case::Add);
+        all.push(Case::Qkv { fused: true });
+        all.push(Case::Qkv { fused: false });
         all
     }
 
@@ -73,6 +89,8 @@ impl Case {
             Case::Rope(PairLayout::Interleaved, _) => "rope-interleaved",
             Case::Table => "sinusoidal-table",
             Case::Add => "sinusoidal-add",
+            Case::Qkv { fused: true } => "qkv-fused",
+            Case::Qkv { fused: false } => "qkv-unfused",
         }
     }
 
@@ -81,7 +99,7 @@ impl Case {
         match self {
             Case::Identity | Case::Copy => "flat",
             Case::Rope(_, Tensor::Bhsd) => "bhsd",
-            Case::Rope(_, Tensor::Bshd) => "bshd",
+            Case::Rope(_, Tensor::Bshd) | Case::Qkv { .. } => "bshd",
             Case::Table => "rows",
             Case::Add => "bsd",
         }
@@ -93,7 +111,8 @@ impl Case {
     }
 
     /// Bytes read plus bytes written over a buffer of `S` tokens: the table fill only
-    /// writes, everything else reads and writes every byte.
+    /// writes, everything else reads and writes every byte (the QKV cases: the bytes the
+    /// fused call must move, for both).
     pub fn moved(self, seq: u64) -> u64 {
         match self {
             Case::Table => tensor_bytes(seq),
@@ -145,8 +164,60 @@ impl Case {
                     ADD_SCALE,
                 )
                 .map(drop),
+            Case::Qkv { fused } => record_qkv(ctx, encoder, buffers, fused),
         }
     }
+}
+
+/// The fused QKV case, or its unfused lower bound.
+fn record_qkv(
+    ctx: &PosEnc,
+    encoder: &mut wgpu::CommandEncoder,
+    buffers: &Buffers,
+    fused: bool,
+) -> Result<()> {
+    let seq = buffers.seq;
+    let qkv = rope_layout(Tensor::Bshd, seq);
+    let spec = rope_spec(PairLayout::HalfSplit);
+    let [k_cache, v_cache] = &buffers.kv;
+    if fused {
+        let cache = Layout::bshd(Dims {
+            batch: 1,
+            heads: QKV_KV_HEADS,
+            seq,
+            head_dim: HEAD_DIM,
+        });
+        let kv = KvCache {
+            k: TensorView::new(k_cache, cache),
+            v: TensorView::new(v_cache, cache),
+            index: CacheIndex::Position,
+            overflow_flag: None,
+        };
+        let call = QkvCall::new(
+            TensorView::new(&buffers.x, qkv),
+            QKV_KV_HEADS,
+            Positions::Start(0),
+            kv,
+        );
+        return ctx.encode_qkv(encoder, &spec, &call).map(drop);
+    }
+    let part = |first: u64, heads: u64| {
+        let mut l = qkv;
+        l.offset = first * HEAD_DIM;
+        l.shape[1] = heads;
+        TensorView::new(&buffers.x, l)
+    };
+    let (q, k) = (part(0, QKV_Q_HEADS), part(QKV_Q_HEADS, QKV_KV_HEADS));
+    ctx.encode_rope_qk(encoder, &spec, &q, &k, Positions::Start(0))?;
+    let bytes = kv_bytes(seq);
+    encoder.copy_buffer_to_buffer(&buffers.x, 0, k_cache, 0, bytes);
+    encoder.copy_buffer_to_buffer(&buffers.x, bytes, v_cache, 0, bytes);
+    Ok(())
+}
+
+/// Bytes of one KV cache of the QKV case.
+pub fn kv_bytes(seq: u64) -> u64 {
+    seq * QKV_KV_HEADS * HEAD_DIM * 4
 }
 
 /// Bytes of the buffer for `S` tokens.
@@ -197,6 +268,8 @@ pub struct Buffers {
     pub copy_dst: Option<wgpu::Buffer>,
     /// The identity shader of the device.
     pub roofline: Roofline,
+    /// The K and V caches of the QKV case, `[1, S, 4, 128]` f32.
+    pub kv: [wgpu::Buffer; 2],
 }
 
 impl Buffers {
@@ -222,6 +295,14 @@ impl Buffers {
             ),
             copy_dst: copy.then(|| buffer("throughput copy", wgpu::BufferUsages::COPY_DST)),
             roofline: Roofline::new(ctx),
+            kv: ["throughput K cache", "throughput V cache"].map(|label| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size: kv_bytes(seq),
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            }),
         }
     }
 }
