@@ -23,7 +23,7 @@ const KERNELS: [&str; 2] = ["rope", "sinusoidal"];
 const PAIR_LAYOUTS: [&str; 2] = ["interleaved", "halfsplit"];
 const WIDTHS: [&str; 2] = ["x1", "x4"];
 const DTYPES: [&str; 3] = ["f32", "f16", "bf16"];
-/// The KV cache's storage types of the fused QKV kernel (scalar width only).
+/// The KV cache's storage types of the fused QKV kernel.
 const CACHE_DTYPES: [&str; 3] = ["cache_f32", "cache_f16", "cache_bf16"];
 /// Standalone shaders, read whole by the code that uses them.
 const STANDALONE: [&str; 1] = ["identity"];
@@ -63,20 +63,24 @@ fn main() {
         out.push_str("],\n");
     }
     out.push_str("];\n");
-    out.push_str("/// The fused QKV kernel: `[pair layout][dtype][cache dtype]`.\n");
-    out.push_str("pub(crate) static FUSED: [[[&str; 3]; 3]; 2] = [\n");
+    out.push_str("/// The fused QKV kernel: `[pair layout][width][dtype][cache dtype]`.\n");
+    out.push_str("pub(crate) static FUSED: [[[[&str; 3]; 3]; 2]; 2] = [\n");
     for pairs in PAIR_LAYOUTS {
         out.push_str("[\n");
-        for dtype in DTYPES {
+        for width in WIDTHS {
             out.push_str("[\n");
-            for cache in CACHE_DTYPES {
-                let defines = ["fused", pairs, "x1", dtype, cache];
-                let mut source = format!("// wgpu-posenc {}\n", defines.join(" "));
-                let mut seen = BTreeSet::new();
-                compose(root, "fused", &defines, &mut seen, &mut source)
-                    .unwrap_or_else(|e| panic!("shaders ({}): {e}", defines.join(" ")));
-                used.extend(seen);
-                writeln!(out, "{source:?},").unwrap();
+            for dtype in DTYPES {
+                out.push_str("[\n");
+                for cache in CACHE_DTYPES {
+                    let defines = ["fused", pairs, width, dtype, cache];
+                    let mut source = format!("// wgpu-posenc {}\n", defines.join(" "));
+                    let mut seen = BTreeSet::new();
+                    compose(root, "fused", &defines, &mut seen, &mut source)
+                        .unwrap_or_else(|e| panic!("shaders ({}): {e}", defines.join(" ")));
+                    used.extend(seen);
+                    writeln!(out, "{source:?},").unwrap();
+                }
+                out.push_str("],\n");
             }
             out.push_str("],\n");
         }

@@ -1,11 +1,12 @@
 // Fused attention preprocessing, one dispatch: from the packed projection output
-// `qkv [tokens, (Hq + 2 Hkv) * D]` (view A, binding `x`), Q rotated in place or into view B
-// (`x2`), K rotated and V copied into the KV cache at each token's position or slot.
+// `qkv [batch, q_heads + 2 kv_heads, seq, head_dim]` (view A, binding `x`), Q rotated in place
+// or into view B (`x2`), K rotated and V copied into the KV cache at each token's position
+// or slot.
 //
-// One invocation owns one (token, element pair g), g in 0..D/2: for g < r/2 the spec's pair
-// g, rotated in every Q and K head with one angle; for g >= r/2 two tail elements, copied.
-// The pairs and the tail cover each head's D elements once, so V is copied by the same
-// invocations.
+// One invocation owns one (token, lane group g): for g below r / 2 / LANES the spec's pair
+// group g (`load_pairs`), rotated in every Q and K head with one angle per lane; above, a
+// group of 2 * LANES tail elements, copied. The pair groups and the tail groups cover each
+// head's elements once, so V is copied by the same invocations.
 
 #ifdef f16
 enable f16;
@@ -16,50 +17,19 @@ enable f16;
 #endif
 #import common
 #import dtype
+#import pairs
 #import fused/cache
+#ifdef x4
+#import fused/x4
+#else
+#import fused/x1
+#endif
 
 // Q goes to view B (`x2`) instead of back into `x`.
 override Q_OUT: bool = false;
 // Paged cache: token t goes to slot `aux[aux_base + t]` (an i32; negative: skipped), else
 // to its position (the first axis for M-RoPE) in its batch row.
 override PAGED: bool = false;
-
-// The two elements of a head that invocation g owns.
-fn owned_elements(g: u32) -> vec2<u32> {
-    if g >= params.half {
-        let t = 2u * params.half + 2u * (g - params.half);
-        return vec2(t, t + 1u);
-    }
-#ifdef interleaved
-    return vec2(2u * g, 2u * g + 1u);
-#else
-    return vec2(g, g + params.half);
-#endif
-}
-
-// (cos, sin) of pair g's angle for token (w.b, w.s), with the attention factor and the
-// direction; (1, 0) for the tail.
-fn angle(w: Work) -> vec2<f32> {
-    if w.g >= params.half {
-        return vec2(1.0, 0.0);
-    }
-    let p = lane_positions(w, freq[3u * w.g + 2u]);
-    let sc = sincos_turns(turns(p, freq[3u * w.g], freq[3u * w.g + 1u]));
-    return vec2(sc.c * params.scale, sc.s * (params.scale * params.sin_sign));
-}
-
-fn rotate(x: vec2<f32>, cs: vec2<f32>) -> vec2<f32> {
-    return vec2(x.x * cs.x - x.y * cs.y, x.x * cs.y + x.y * cs.x);
-}
-
-fn load2(v: u32, at: u32, e: vec2<u32>) -> vec2<f32> {
-    return vec2(ld1(v, at + e.x), ld1(v, at + e.y));
-}
-
-fn store2(v: u32, at: u32, e: vec2<u32>, x: vec2<f32>) {
-    st1(v, at + e.x, x.x);
-    st1(v, at + e.y, x.y);
-}
 
 // Returned by `cache_row` for a token that is not cached (a negative slot), and for one whose
 // slot or position is past the cache. (No element index of a binding comes near them.)
@@ -77,12 +47,57 @@ fn cache_row(w: Work) -> u32 {
         }
         at = u32(slot);
     } else {
-        at = lane_positions(w, 0u);
+        at = first_lane(lane_positions(w, UV(0u)));
     }
     if at >= params.cache_len {
         return PAST_CACHE;
     }
     return w.b * params.cache_stride_b + at * params.cache_stride_p;
+}
+
+// (a, b) -> (a c - b s, a s + b c), lane by lane.
+fn turned(p: Pairs, c: FV, s: FV) -> Pairs {
+    return Pairs(p.a * c - p.b * s, p.a * s + p.b * c);
+}
+
+// The angle of lane group g (cos, sin; identity for a tail group), with the attention
+// factor and the direction.
+struct Turn {
+    tail: bool,
+    c: FV,
+    s: FV,
+}
+
+fn turn_of(w: Work, g: u32) -> Turn {
+    if g >= params.half / LANES {
+        return Turn(true, FV(1.0), FV(0.0));
+    }
+    let sc = sincos_turns(turns(group_positions(w, g), freq[3u * g], freq[3u * g + 1u]));
+    return Turn(false, sc.c * params.scale, sc.s * (params.scale * params.sin_sign));
+}
+
+// Lane group g of the Q head at `at`: rotated in place, or into the Q head at `out`.
+fn q_group(at: u32, out: u32, g: u32, t: Turn) {
+    if t.tail {
+        if Q_OUT {
+            store_tail(VIEW_B, out, g, load_tail(VIEW_A, at, g));
+        }
+    } else if Q_OUT {
+        store_pairs(VIEW_B, out, g, turned(load_pairs(VIEW_A, at, g), t.c, t.s));
+    } else {
+        rotate_pairs(VIEW_A, at, g, t.c, t.s);
+    }
+}
+
+// Lane group g of the K and V heads at `k` and `v` into the caches at element `at`.
+fn kv_group(k: u32, v: u32, at: u32, g: u32, t: Turn) {
+    if t.tail {
+        store_cache_tail(KC, params.k_base + at, g, load_tail(VIEW_A, k, g));
+        store_cache_tail(VC, params.v_base + at, g, load_tail(VIEW_A, v, g));
+    } else {
+        store_cache_pairs(KC, params.k_base + at, g, turned(load_pairs(VIEW_A, k, g), t.c, t.s));
+        store_cache_pairs(VC, params.v_base + at, g, load_pairs(VIEW_A, v, g));
+    }
 }
 
 @compute @workgroup_size(64)
@@ -91,30 +106,39 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if !w.valid {
         return;
     }
-    let e = owned_elements(w.g);
-    let cs = angle(w);
-    let tail = w.g >= params.half;
+    // With span 2 (uniform: every invocation takes the same branch) an invocation owns two
+    // lane groups and visits each head once for both, as the RoPE kernel does.
+    let two = params.span == 2u;
+    let g0 = w.g * params.span;
+    let t0 = turn_of(w, g0);
+    var t1 = t0;
+    if two {
+        t1 = turn_of(w, g0 + 1u);
+    }
     let row = row_start(w);
+    let out = row_start2(w);
     for (var h = 0u; h < params.n_h; h++) {
-        let q = rotate(load2(VIEW_A, row + h * params.stride_h, e), cs);
-        if Q_OUT {
-            store2(VIEW_B, row_start2(w) + h * params.stride2_h, e, q);
-        } else if !tail {
-            store2(VIEW_A, row + h * params.stride_h, e, q);
+        let at = row + h * params.stride_h;
+        let to = out + h * params.stride2_h;
+        q_group(at, to, g0, t0);
+        if two {
+            q_group(at, to, g0 + 1u, t1);
         }
     }
-    let c = cache_row(w);
-    if c == PAST_CACHE {
+    let cached = cache_row(w);
+    if cached == PAST_CACHE {
         atomicOr(&flag[params.flag_base], 1u);
     }
-    if c == PAST_CACHE || c == NOT_CACHED {
+    if cached == PAST_CACHE || cached == NOT_CACHED {
         return;
     }
     for (var h = 0u; h < params.n_h2; h++) {
-        let at = c + h * params.cache_stride_h;
+        let at = cached + h * params.cache_stride_h;
         let k = row + (params.n_h + h) * params.stride_h;
-        store_cache2(KC, params.k_base + at, e, rotate(load2(VIEW_A, k, e), cs));
         let v = row + (params.n_h + params.n_h2 + h) * params.stride_h;
-        store_cache2(VC, params.v_base + at, e, load2(VIEW_A, v, e));
+        kv_group(k, v, at, g0, t0);
+        if two {
+            kv_group(k, v, at, g0 + 1u, t1);
+        }
     }
 }

@@ -172,6 +172,9 @@ struct Case {
     index: Index,
     cache_len: u64,
     q_out: bool,
+    /// Offsets of the input and Q out: a multiple of 4 (vec4 access where the head allows
+    /// it) or not (one pair per invocation).
+    offset: u64,
 }
 
 impl Case {
@@ -186,6 +189,7 @@ impl Case {
             index: Index::Position { bshd: false },
             cache_len: 24,
             q_out: false,
+            offset: 8,
         }
     }
 }
@@ -201,8 +205,8 @@ fn run(case: &Case, seed: u64) -> Result<u32, Error> {
         seq,
         head_dim: d,
     })
-    .with_offset(GUARD);
-    let q_layout = Layout::bhsd([batch, q_heads, seq, d]).with_offset(GUARD);
+    .with_offset(case.offset);
+    let q_layout = Layout::bhsd([batch, q_heads, seq, d]).with_offset(case.offset);
     let (cache_batch, bshd) = match &case.index {
         Index::Position { bshd } => (batch, *bshd),
         Index::Slots(_) => (1, true),
@@ -322,8 +326,9 @@ fn cases() -> Vec<Case> {
             cache_dtype: Dtype::F16,
             index: Index::Position { bshd: true },
             q_out: true,
+            offset: GUARD,
             ..Case::new(
-                "per-row starts, interleaved, f16 BSHD cache, Q out",
+                "per-row starts, interleaved, f16 BSHD cache, Q out, one pair per invocation",
                 [3, 4, 4, 2, 32],
                 Positions::BatchStarts(vec![0, 9, 3]),
             )
@@ -375,6 +380,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             spec: RopeSpec::new().mrope([8, 12, 12], false),
+            offset: GUARD,
             ..Case::new(
                 "M-RoPE axes, cache at the temporal position",
                 [2, 3, 4, 2, 64],
@@ -383,6 +389,18 @@ fn cases() -> Vec<Case> {
                     0, 7, 8, 2, 2, 9, // height
                     1, 1, 4, 0, 6, 3, // width
                 ]),
+            )
+        },
+        Case {
+            spec: RopeSpec::new()
+                .pair_layout(PairLayout::Interleaved)
+                .mrope([8, 12, 12], true),
+            cache_dtype: Dtype::BF16,
+            q_out: true,
+            ..Case::new(
+                "interleaved M-RoPE, bf16 cache, Q out, vec4",
+                [2, 3, 4, 2, 64],
+                Positions::Axes((0..18).map(|i| (i * 7) % 11).collect()),
             )
         },
         Case {

@@ -1,5 +1,6 @@
 // The KV cache of the fused kernel in its own storage type: K at binding 9, V at binding 10;
-// `st_cache(KC or VC, element, value)` (the first argument a constant at each call).
+// `st_cache(KC or VC, element, value)` one element at a time, `st_cache4` four (the first
+// argument a constant at each call).
 
 const KC: u32 = 0u;
 const VC: u32 = 1u;
@@ -13,8 +14,3 @@ const VC: u32 = 1u;
 #ifdef cache_bf16
 #import fused/cache_bf16
 #endif
-
-fn store_cache2(c: u32, at: u32, e: vec2<u32>, x: vec2<f32>) {
-    st_cache(c, at + e.x, x.x);
-    st_cache(c, at + e.y, x.y);
-}

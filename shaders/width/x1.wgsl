@@ -8,3 +8,11 @@ alias IV = i32;
 fn lanes(g: u32) -> UV {
     return g;
 }
+
+// Pairs per lane group.
+const LANES: u32 = 1u;
+
+// The value of the first lane.
+fn first_lane(v: UV) -> u32 {
+    return v;
+}

@@ -4,7 +4,7 @@
 use super::bind::{self, Access, Entry, Rules};
 use super::pass::{EncodeReport, PassPositions, Words, fold_grid};
 use super::plan::Params;
-use super::rope::{Rope, byte_end, check_disjoint, resolve_positions, words};
+use super::rope::{Rope, byte_end, check_disjoint, resolve_positions, width_for, words};
 use super::{Kernel, Op, Specialization, WORKGROUP, Width};
 use crate::error::{Error, Result};
 use crate::positions::Positions;
@@ -134,9 +134,24 @@ impl Rope {
             });
         }
         let angles = self.angles_at(seq_len)?;
+        // Four pairs per invocation with vec4 access where the rotated pairs and the tail
+        // come in whole groups and the views are aligned; else one.
+        let r = self.rotary_dim;
+        let mut layouts = vec![
+            &call.qkv.layout,
+            &views.k_cache.layout,
+            &views.v_cache.layout,
+        ];
+        layouts.extend(call.q_out.as_ref().map(|q| &q.layout));
+        let width = if r.is_multiple_of(8) && (d - r).is_multiple_of(8) {
+            width_for(&layouts, d)
+        } else {
+            Width::X1
+        };
+        let lanes = width.pairs();
         let freq = self
             .ctx
-            .packed_frequencies(&angles.inv_freq, &self.axes, 1)?;
+            .packed_frequencies(&angles.inv_freq, &self.axes, lanes as usize)?;
         let flag = match call.cache.overflow_flag {
             Some(f) => Some(words(f, 1, "KV cache overflow flag")?),
             None => None,
@@ -148,21 +163,29 @@ impl Rope {
                 q_out: call.q_out.is_some(),
             },
             positions: positions.mode(),
-            ..Specialization::new(
-                Kernel::Fused,
-                self.spec.pair_layout,
-                Width::X1,
-                call.qkv.dtype,
-            )
+            ..Specialization::new(Kernel::Fused, self.spec.pair_layout, width, call.qkv.dtype)
         };
-        let total = batch * seq * (d / 2);
+        let groups = d / 2 / lanes;
+        // Two lane groups per invocation where the rotated and the tail groups pair up
+        // evenly (measured on lavapipe: see BENCHMARKS.md).
+        let rotated = r / 2 / lanes;
+        let span = if width == Width::X4
+            && rotated.is_multiple_of(2)
+            && (groups - rotated).is_multiple_of(2)
+        {
+            2
+        } else {
+            1
+        };
+        let total = batch * seq * (groups / span);
         let (workgroups, grid) = fold_grid(total.div_ceil(WORKGROUP));
         let mut params = Params {
             n_b: batch as u32,
             n_h: views.heads[0] as u32,
             n_h2: views.heads[1] as u32,
             n_s: seq as u32,
-            groups: (d / 2) as u32,
+            groups: (groups / span) as u32,
+            span: span as u32,
             half: (self.rotary_dim / 2) as u32,
             ids_stride_b: seq as u32,
             sin_sign: if self.spec.inverse { -1.0 } else { 1.0 },

@@ -232,7 +232,8 @@ impl Specialization {
             Op::Sinusoidal { .. } => 1,
             Op::Fused { cache, .. } => {
                 let pairs = usize::from(self.pair_layout == PairLayout::HalfSplit);
-                return composed::FUSED[pairs][index(self.dtype)][index(cache)];
+                let width = usize::from(self.width == Width::X4);
+                return composed::FUSED[pairs][width][index(self.dtype)][index(cache)];
             }
         };
         let pairs = match self.pair_layout {
@@ -337,7 +338,10 @@ impl Specialization {
     fn all_fused() -> Vec<Specialization> {
         let mut all = Vec::new();
         let dtypes = [Dtype::F32, Dtype::F16, Dtype::BF16];
-        for pair_layout in [PairLayout::Interleaved, PairLayout::HalfSplit] {
+        for (pair_layout, width) in [PairLayout::Interleaved, PairLayout::HalfSplit]
+            .into_iter()
+            .flat_map(|p| [(p, Width::X1), (p, Width::X4)])
+        {
             for dtype in dtypes {
                 for cache in dtypes {
                     let op = |paged, q_out| Op::Fused {
@@ -347,7 +351,7 @@ impl Specialization {
                     };
                     let plain = Specialization {
                         op: op(false, false),
-                        ..Specialization::new(Kernel::Fused, pair_layout, Width::X1, dtype)
+                        ..Specialization::new(Kernel::Fused, pair_layout, width, dtype)
                     };
                     all.push(plain);
                     for positions in [
