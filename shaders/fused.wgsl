@@ -41,7 +41,7 @@ const PAST_CACHE: u32 = 0xfffffffeu;
 fn cache_row(w: Work) -> u32 {
     var at: u32;
     if PAGED {
-        let slot = bitcast<i32>(aux[params.aux_base + w.b * params.n_s + w.s]);
+        let slot = bitcast<i32>(aux[params.aux_base + w.b * params.ids_stride_b + w.s]);
         if slot < 0 {
             return NOT_CACHED;
         }

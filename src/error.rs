@@ -83,6 +83,20 @@ pub enum Error {
         /// Rows in the cache.
         max_pos: u64,
     },
+    /// A tensor the fused QKV call binds whole is larger than one storage binding.
+    #[error(
+        "{what} spans {bytes} bytes, more than one storage binding of {limit} bytes holds: \
+         raise the device's max_storage_buffer_binding_size (PosEnc::request_device asks for \
+         the adapter's own), or use a smaller cache per call"
+    )]
+    BindingTooSmall {
+        /// What is bound.
+        what: &'static str,
+        /// Bytes it spans.
+        bytes: u64,
+        /// Bytes one binding may cover.
+        limit: u64,
+    },
     /// A KV cache too short for the positions a call writes.
     #[error(
         "the KV cache holds {len} positions per row and the call writes position {position}: \

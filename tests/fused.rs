@@ -196,6 +196,11 @@ impl Case {
 
 /// Runs `case`; returns the flag's value, or the call's error.
 fn run(case: &Case, seed: u64) -> Result<u32, Error> {
+    run_on(ctx(), case, seed).map(|(flag, _)| flag)
+}
+
+/// Runs `case` on `posenc`; returns the flag's value and the dispatches recorded.
+fn run_on(posenc: &wgpu_posenc::PosEnc, case: &Case, seed: u64) -> Result<(u32, u32), Error> {
     let mut rng = Rng::new(seed);
     let [batch, seq, q_heads, kv_heads, d] = case.dims;
     let heads = q_heads + 2 * kv_heads;
@@ -262,8 +267,7 @@ fn run(case: &Case, seed: u64) -> Result<u32, Error> {
         None => call,
     };
     let mut encoder = ctx().device().create_command_encoder(&Default::default());
-    let report = ctx().encode_qkv(&mut encoder, &case.spec, &call)?;
-    assert_eq!(report.dispatches, 1, "{}", case.name);
+    let report = posenc.encode_qkv(&mut encoder, &case.spec, &call)?;
     ctx().queue().submit([encoder.finish()]);
 
     let host: HostPositions<'_> = case.positions.as_ref().map(|p| &p[..]);
@@ -298,7 +302,10 @@ fn run(case: &Case, seed: u64) -> Result<u32, Error> {
         errors.iter().fold(0.0f64, |a, &b| a.max(b))
     );
     let flag = ctx().read_buffer(&flag).expect("flag");
-    Ok(u32::from_le_bytes(flag[..4].try_into().unwrap()))
+    Ok((
+        u32::from_le_bytes(flag[..4].try_into().unwrap()),
+        report.dispatches,
+    ))
 }
 
 /// Whether the case stores f16 (which the GL backend cannot).
@@ -381,6 +388,7 @@ fn cases() -> Vec<Case> {
         Case {
             spec: RopeSpec::new().mrope([8, 12, 12], false),
             offset: GUARD,
+            cache_len: 8,
             ..Case::new(
                 "M-RoPE axes, cache at the temporal position",
                 [2, 3, 4, 2, 64],
@@ -397,6 +405,7 @@ fn cases() -> Vec<Case> {
                 .mrope([8, 12, 12], true),
             cache_dtype: Dtype::BF16,
             q_out: true,
+            cache_len: 11,
             ..Case::new(
                 "interleaved M-RoPE, bf16 cache, Q out, vec4",
                 [2, 3, 4, 2, 64],
@@ -560,4 +569,37 @@ fn bad_fused_calls_are_typed_errors() {
         }),
         Err(Error::TensorsOverlap { .. })
     ));
+}
+
+#[test]
+fn calls_larger_than_a_binding_are_split_and_match_the_reference() {
+    // A binding of about three tokens of every head: one batch row and a few tokens per
+    // dispatch, every position mode.
+    for (i, case) in cases().into_iter().enumerate() {
+        let [batch, seq, q, kv, d] = case.dims;
+        let token = (q + 2 * kv) * d * case.dtype.size();
+        // The caches are bound whole: the cap leaves room for them.
+        let cache_batch = if matches!(case.index, Index::Slots(_)) {
+            1
+        } else {
+            batch
+        };
+        let cache = (cache_batch * kv * case.cache_len * d + 4 * GUARD) * case.cache_dtype.size();
+        let cap = (3 * token).max(cache) + 512;
+        let capped = ctx().clone().with_max_binding_size(cap);
+        match run_on(&capped, &case, 300 + i as u64) {
+            Ok((flag, dispatches)) => {
+                assert_eq!(flag, 0, "{}: overflow flag", case.name);
+                let whole = batch * seq * token + 512;
+                assert!(
+                    dispatches > 1 || whole <= cap,
+                    "{}: {dispatches} dispatch(es)",
+                    case.name
+                );
+                eprintln!("{}: {dispatches} dispatches", case.name);
+            }
+            Err(Error::MissingFeature { .. }) if uses_f16(&case) && !has_f16() => {}
+            Err(e) => panic!("{}: {e}", case.name),
+        }
+    }
 }

@@ -81,6 +81,123 @@ impl<'a> QkvCall<'a> {
     }
 }
 
+/// What every block of a fused call shares.
+struct Block<'a> {
+    spec: Specialization,
+    /// Parameters every block has alike.
+    params: Params,
+    /// Entries every block binds alike: frequencies, caches, flag.
+    shared: Vec<Entry>,
+    /// The caches' element index of their first element in their windows.
+    bases: [u64; 2],
+    positions: PassPositions<'a>,
+    slots: Option<Words<'a>>,
+}
+
+impl Block<'_> {
+    /// Records the dispatch of block `[b0, nb, s0, ns]`; returns its workgroups.
+    fn encode(
+        &self,
+        rope: &Rope,
+        encoder: &mut wgpu::CommandEncoder,
+        call: &QkvCall<'_>,
+        [b0, nb, s0, ns]: [u64; 4],
+    ) -> Result<u64> {
+        let seq = call.qkv.layout.shape[2];
+        let mut params = self.params;
+        let total = nb * ns * u64::from(params.groups);
+        let (workgroups, grid) = fold_grid(total.div_ceil(WORKGROUP));
+        (params.n_b, params.n_s, params.tok0) = (nb as u32, ns as u32, s0 as u32);
+        (params.total, params.grid_x) = (total as u32, grid[0]);
+        let b_shift = b0 * u64::from(params.cache_stride_b);
+        params.k_base = (self.bases[0] + b_shift) as u32;
+        params.v_base = (self.bases[1] + b_shift) as u32;
+        let mut entries = self.shared.clone();
+        let qkv = sub_view(&call.qkv, [b0, nb, s0, ns]);
+        let (x, base) = rope.tensor_window(&qkv, "the packed QKV tensor")?;
+        [
+            params.base,
+            params.stride_b,
+            params.stride_h,
+            params.stride_s,
+        ] = fields(base, &qkv.layout);
+        entries.push(rope.entry(1, qkv.buffer, x, Access::ReadWrite));
+        match &call.q_out {
+            Some(out) => {
+                let out = sub_view(out, [b0, nb, s0, ns]);
+                let (w, base) = rope.tensor_window(&out, "q_out")?;
+                [
+                    params.base2,
+                    params.stride2_b,
+                    params.stride2_h,
+                    params.stride2_s,
+                ] = fields(base, &out.layout);
+                entries.push(rope.entry(5, out.buffer, w, Access::ReadWrite));
+            }
+            None => entries.push(rope.dummy_entry(5, &rope.ctx.dummy_rw, Access::ReadWrite)),
+        }
+        // The ids, starts or cu_seqlens, and the varlen offsets or the slot mapping, from
+        // this block's first one.
+        let token = b0 * seq + s0;
+        let rows = (nb - 1) * seq + ns;
+        let (ids, aux) = match self.positions {
+            Positions::Start(start) => {
+                params.pos_start = start + s0 as u32;
+                (None, None)
+            }
+            Positions::BatchStarts(w) => (Some((w, b0, nb)), None),
+            Positions::Ids(w) => (Some((w, token, rows)), None),
+            Positions::Axes(w) => (
+                Some((w, token, rows + 2 * u64::from(params.axis_stride))),
+                None,
+            ),
+            Positions::Varlen {
+                cu_seqlens,
+                num_seqs,
+                offsets,
+            } => {
+                params.num_seqs = num_seqs;
+                let n = u64::from(num_seqs);
+                (Some((cu_seqlens, 0, n + 1)), offsets.map(|o| (o, 0, n)))
+            }
+        };
+        let aux = aux.or(self.slots.map(|s| (s, token, rows)));
+        for (binding, array, at) in [
+            (3, ids, &mut params.ids_base),
+            (4, aux, &mut params.aux_base),
+        ] {
+            match array {
+                Some((w, first, count)) => {
+                    let start = (w.first + first) * 4;
+                    let win = rope.ctx.window(w.buffer, start, count * 4);
+                    *at = ((start - win.0) / 4) as u32;
+                    entries.push(rope.entry(binding, w.buffer, win, Access::ReadOnly));
+                }
+                None => entries.push(rope.dummy_entry(binding, &rope.ctx.dummy, Access::ReadOnly)),
+            }
+        }
+        let uniform = rope.ctx.buffer_init(
+            "wgpu-posenc fused parameters",
+            bytemuck::bytes_of(&params),
+            wgpu::BufferUsages::UNIFORM,
+        )?;
+        entries.push(rope.entry(0, &uniform, (0, uniform.size()), Access::Uniform));
+        entries.sort_by_key(|e| e.binding);
+        rope.dispatch(encoder, self.spec, &entries, grid)?;
+        Ok(workgroups)
+    }
+}
+
+/// The batch rows `[b0, b0 + nb)` and tokens `[s0, s0 + ns)` of `view`.
+fn sub_view<'v>(view: &TensorView<'v>, [b0, nb, s0, ns]: [u64; 4]) -> TensorView<'v> {
+    let mut v = *view;
+    let [sb, _, ss] = v.layout.strides;
+    v.layout.offset += b0 * sb + s0 * ss;
+    v.layout.shape[0] = nb;
+    v.layout.shape[2] = ns;
+    v
+}
+
 /// The views of a checked call.
 struct Views<'a> {
     /// Q heads of `qkv`.
@@ -177,83 +294,90 @@ impl Rope {
         } else {
             1
         };
-        let total = batch * seq * (groups / span);
-        let (workgroups, grid) = fold_grid(total.div_ceil(WORKGROUP));
-        let mut params = Params {
-            n_b: batch as u32,
+        let params = Params {
             n_h: views.heads[0] as u32,
             n_h2: views.heads[1] as u32,
-            n_s: seq as u32,
             groups: (groups / span) as u32,
             span: span as u32,
             half: (self.rotary_dim / 2) as u32,
             ids_stride_b: seq as u32,
+            axis_stride: (batch * seq) as u32,
             sin_sign: if self.spec.inverse { -1.0 } else { 1.0 },
             scale: angles.attention_factor,
             tokens: 1,
-            total: total as u32,
-            grid_x: grid[0],
             cache_len: cache_len as u32,
             ..Params::default()
         };
-        let mut entries = vec![self.entry(2, &freq, (0, freq.size()), Access::ReadOnly)];
-        let (x, base) = self.tensor_window(&call.qkv)?;
-        [
-            params.base,
-            params.stride_b,
-            params.stride_h,
-            params.stride_s,
-        ] = fields(base, &call.qkv.layout);
-        entries.push(self.entry(1, call.qkv.buffer, x, Access::ReadWrite));
-        match &call.q_out {
-            Some(out) => {
-                let (w, base) = self.tensor_window(out)?;
-                [
-                    params.base2,
-                    params.stride2_b,
-                    params.stride2_h,
-                    params.stride2_s,
-                ] = fields(base, &out.layout);
-                entries.push(self.entry(5, out.buffer, w, Access::ReadWrite));
-            }
-            None => entries.push(self.dummy_entry(5, &self.ctx.dummy_rw, Access::ReadWrite)),
-        }
-        let (k, k_base) = self.tensor_window(views.k_cache)?;
-        let (v, v_base) = self.tensor_window(views.v_cache)?;
-        let [_, cb, ch, cp] = fields(0, &views.k_cache.layout);
-        (params.k_base, params.v_base) = (k_base as u32, v_base as u32);
-        (
-            params.cache_stride_b,
-            params.cache_stride_h,
-            params.cache_stride_p,
-        ) = (cb, ch, cp);
-        if slots.is_some() {
-            params.cache_stride_b = 0;
-        }
-        entries.push(self.entry(9, views.k_cache.buffer, k, Access::ReadWrite));
-        entries.push(self.entry(10, views.v_cache.buffer, v, Access::ReadWrite));
-        self.position_entries(&mut params, &mut entries, positions, slots, batch, seq);
+        let mut shared = vec![self.entry(2, &freq, (0, freq.size()), Access::ReadOnly)];
+        let (k, k_base) = self.tensor_window(views.k_cache, "the K cache")?;
+        let (v, v_base) = self.tensor_window(views.v_cache, "the V cache")?;
+        shared.push(self.entry(9, views.k_cache.buffer, k, Access::ReadWrite));
+        shared.push(self.entry(10, views.v_cache.buffer, v, Access::ReadWrite));
+        let mut params = params;
         match flag {
             Some(f) => {
                 let w = self.ctx.window(f.buffer, f.first * 4, 4);
                 params.flag_base = ((f.first * 4 - w.0) / 4) as u32;
-                entries.push(self.entry(8, f.buffer, w, Access::ReadWrite));
+                shared.push(self.entry(8, f.buffer, w, Access::ReadWrite));
             }
-            None => entries.push(self.dummy_entry(8, &self.ctx.dummy_flag, Access::ReadWrite)),
+            None => shared.push(self.dummy_entry(8, &self.ctx.dummy_flag, Access::ReadWrite)),
         }
-        let uniform = self.ctx.buffer_init(
-            "wgpu-posenc fused parameters",
-            bytemuck::bytes_of(&params),
-            wgpu::BufferUsages::UNIFORM,
-        )?;
-        entries.push(self.entry(0, &uniform, (0, uniform.size()), Access::Uniform));
-        entries.sort_by_key(|e| e.binding);
-        self.dispatch(encoder, spec, &entries, grid)?;
-        Ok(EncodeReport {
-            dispatches: 1,
-            blocks: 1,
-            max_workgroups: workgroups,
-        })
+        let [_, cb, ch, cp] = fields(0, &views.k_cache.layout);
+        params.cache_stride_h = ch;
+        params.cache_stride_p = cp;
+        params.cache_stride_b = if slots.is_some() { 0 } else { cb };
+        let block = Block {
+            spec,
+            params,
+            shared,
+            bases: [k_base, v_base],
+            positions,
+            slots,
+        };
+        let mut report = EncodeReport::default();
+        for [b0, nb, s0, ns] in self.qkv_blocks(call)? {
+            let workgroups = block.encode(self, encoder, call, [b0, nb, s0, ns])?;
+            report.dispatches += 1;
+            report.blocks += 1;
+            report.max_workgroups = report.max_workgroups.max(workgroups);
+        }
+        Ok(report)
+    }
+
+    /// Blocks `[b0, batches, s0, tokens]` whose input and Q out each fit one binding: the
+    /// whole call, or one batch row at a time in chunks of tokens.
+    fn qkv_blocks(&self, call: &QkvCall<'_>) -> Result<Vec<[u64; 4]>> {
+        let [batch, _, seq, _] = call.qkv.layout.shape;
+        let fits = |b0, nb, s0, ns| {
+            [Some(&call.qkv), call.q_out.as_ref()]
+                .into_iter()
+                .flatten()
+                .all(|v| {
+                    self.tensor_window(&sub_view(v, [b0, nb, s0, ns]), "")
+                        .is_ok()
+                })
+        };
+        if fits(0, batch, 0, seq) {
+            return Ok(vec![[0, batch, 0, seq]]);
+        }
+        let mut n = seq;
+        while n > 1 && !fits(0, 1, 0, n) {
+            n = n.div_ceil(2);
+        }
+        if !fits(0, 1, 0, n) {
+            // One token of all heads does not fit: the error names its span.
+            self.tensor_window(
+                &sub_view(&call.qkv, [0, 1, 0, 1]),
+                "one token of every head of the packed QKV tensor",
+            )?;
+        }
+        Ok((0..batch)
+            .flat_map(|b| {
+                (0..seq)
+                    .step_by(n as usize)
+                    .map(move |s0| [b, 1, s0, n.min(seq - s0)])
+            })
+            .collect())
     }
 
     /// The shapes, dtypes, usages, sizes and overlaps of a fused call.
@@ -331,64 +455,23 @@ impl Rope {
     }
 
     /// The binding window of a view and the element index of its first element in it.
-    fn tensor_window(&self, view: &TensorView<'_>) -> Result<((u64, u64), u64)> {
+    fn tensor_window(
+        &self,
+        view: &TensorView<'_>,
+        what: &'static str,
+    ) -> Result<((u64, u64), u64)> {
         let elem = view.dtype.size();
         let start = view.layout.offset * elem;
         let end = byte_end(view)?;
         let w = self.ctx.window(view.buffer, start, end - start);
         if w.1 > self.ctx.max_binding {
-            return Err(Error::RowTooLarge {
-                row_bytes: w.1,
+            return Err(Error::BindingTooSmall {
+                what,
+                bytes: w.1,
                 limit: self.ctx.max_binding,
             });
         }
         Ok((w, (start - w.0) / elem))
-    }
-
-    /// The ids (or starts, or cu_seqlens) and the varlen offsets or slot mapping.
-    fn position_entries(
-        &self,
-        params: &mut Params,
-        entries: &mut Vec<Entry>,
-        positions: PassPositions<'_>,
-        slots: Option<Words<'_>>,
-        batch: u64,
-        seq: u64,
-    ) {
-        let tokens = batch * seq;
-        let (ids, aux) = match positions {
-            Positions::Start(start) => {
-                params.pos_start = start;
-                (None, None)
-            }
-            Positions::BatchStarts(w) => (Some((w, batch)), None),
-            Positions::Ids(w) => (Some((w, tokens)), None),
-            Positions::Axes(w) => (Some((w, 3 * tokens)), None),
-            Positions::Varlen {
-                cu_seqlens,
-                num_seqs,
-                offsets,
-            } => {
-                params.num_seqs = num_seqs;
-                let n = u64::from(num_seqs);
-                (Some((cu_seqlens, n + 1)), offsets.map(|o| (o, n)))
-            }
-        };
-        params.axis_stride = tokens as u32;
-        let aux = aux.or(slots.map(|s| (s, tokens)));
-        for (binding, array, base) in [
-            (3, ids, &mut params.ids_base),
-            (4, aux, &mut params.aux_base),
-        ] {
-            match array {
-                Some((w, count)) => {
-                    let win = self.ctx.window(w.buffer, w.first * 4, count * 4);
-                    *base = ((w.first * 4 - win.0) / 4) as u32;
-                    entries.push(self.entry(binding, w.buffer, win, Access::ReadOnly));
-                }
-                None => entries.push(self.dummy_entry(binding, &self.ctx.dummy, Access::ReadOnly)),
-            }
-        }
     }
 
     fn entry(&self, binding: u32, buffer: &wgpu::Buffer, w: (u64, u64), access: Access) -> Entry {
