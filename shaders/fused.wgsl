@@ -27,6 +27,10 @@ enable f16;
 
 // Q goes to view B (`x2`) instead of back into `x`.
 override Q_OUT: bool = false;
+// Per-head RMS normalization of Q and K before the rotation (Qwen3, Gemma 3): each element
+// times 1 / sqrt(mean square of its head + eps) times its factor (the host packs `w` or
+// `1 + w`). Q then goes out of place: every invocation of a head reads the whole head.
+override QK_NORM: bool = false;
 // Paged cache: token t goes to slot `aux[aux_base + t]` (an i32; negative: skipped), else
 // to its position (the first axis for M-RoPE) in its batch row.
 override PAGED: bool = false;
@@ -55,6 +59,35 @@ fn cache_row(w: Work) -> u32 {
     return w.b * params.cache_stride_b + at * params.cache_stride_p;
 }
 
+// 1 / sqrt(mean square + eps) of the head at `at`, every element read in the same order by
+// every invocation of the head (so all agree).
+fn inv_rms(at: u32) -> f32 {
+    let d = 2u * params.groups * params.span * LANES;
+    var sum = 0.0;
+#ifdef x4
+    for (var e = 0u; e < d; e += 4u) {
+        let x = ld4(VIEW_A, at + e);
+        sum += dot(x, x);
+    }
+#else
+    for (var e = 0u; e < d; e++) {
+        let x = ld1(VIEW_A, at + e);
+        sum += x * x;
+    }
+#endif
+    return inverseSqrt(sum / f32(d) + params.norm_eps);
+}
+
+// Lane group g of a head normalized: `k` picks K's factors (else Q's).
+fn normed(p: Pairs, inv: f32, k: bool, g: u32) -> Pairs {
+    if !QK_NORM {
+        return p;
+    }
+    let heads = select(0u, 2u * params.groups * params.span, k);
+    let at = params.norm_base + heads + 2u * g;
+    return Pairs(p.a * inv * bitcast<FV>(freq[at]), p.b * inv * bitcast<FV>(freq[at + 1u]));
+}
+
 // (a, b) -> (a c - b s, a s + b c), lane by lane.
 fn turned(p: Pairs, c: FV, s: FV) -> Pairs {
     return Pairs(p.a * c - p.b * s, p.a * s + p.b * c);
@@ -76,28 +109,39 @@ fn turn_of(w: Work, g: u32) -> Turn {
     return Turn(false, sc.c * params.scale, sc.s * (params.scale * params.sin_sign));
 }
 
-// Lane group g of the Q head at `at`: rotated in place, or into the Q head at `out`.
-fn q_group(at: u32, out: u32, g: u32, t: Turn) {
+// Lane group g of the Q head at `at`: rotated in place, or into the Q head at `out`
+// (normalized first, with `inv` its head's 1 / rms).
+fn q_group(at: u32, out: u32, g: u32, t: Turn, inv: f32) {
     if t.tail {
         if Q_OUT {
-            store_tail(VIEW_B, out, g, load_tail(VIEW_A, at, g));
+            store_tail(VIEW_B, out, g, normed(load_tail(VIEW_A, at, g), inv, false, g));
         }
     } else if Q_OUT {
-        store_pairs(VIEW_B, out, g, turned(load_pairs(VIEW_A, at, g), t.c, t.s));
+        let p = normed(load_pairs(VIEW_A, at, g), inv, false, g);
+        store_pairs(VIEW_B, out, g, turned(p, t.c, t.s));
     } else {
         rotate_pairs(VIEW_A, at, g, t.c, t.s);
     }
 }
 
-// Lane group g of the K and V heads at `k` and `v` into the caches at element `at`.
-fn kv_group(k: u32, v: u32, at: u32, g: u32, t: Turn) {
+// Lane group g of the K and V heads at `k` and `v` into the caches at element `at` (K
+// normalized first, with `inv` its head's 1 / rms).
+fn kv_group(k: u32, v: u32, at: u32, g: u32, t: Turn, inv: f32) {
     if t.tail {
-        store_cache_tail(KC, params.k_base + at, g, load_tail(VIEW_A, k, g));
+        store_cache_tail(KC, params.k_base + at, g, normed(load_tail(VIEW_A, k, g), inv, true, g));
         store_cache_tail(VC, params.v_base + at, g, load_tail(VIEW_A, v, g));
     } else {
-        store_cache_pairs(KC, params.k_base + at, g, turned(load_pairs(VIEW_A, k, g), t.c, t.s));
+        let p = normed(load_pairs(VIEW_A, k, g), inv, true, g);
+        store_cache_pairs(KC, params.k_base + at, g, turned(p, t.c, t.s));
         store_cache_pairs(VC, params.v_base + at, g, load_pairs(VIEW_A, v, g));
     }
+}
+
+fn head_inv_rms(at: u32) -> f32 {
+    if QK_NORM {
+        return inv_rms(at);
+    }
+    return 1.0;
 }
 
 @compute @workgroup_size(64)
@@ -120,9 +164,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var h = 0u; h < params.n_h; h++) {
         let at = row + h * params.stride_h;
         let to = out + h * params.stride2_h;
-        q_group(at, to, g0, t0);
+        let inv = head_inv_rms(at);
+        q_group(at, to, g0, t0, inv);
         if two {
-            q_group(at, to, g0 + 1u, t1);
+            q_group(at, to, g0 + 1u, t1, inv);
         }
     }
     let cached = cache_row(w);
@@ -136,9 +181,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let at = cached + h * params.cache_stride_h;
         let k = row + (params.n_h + h) * params.stride_h;
         let v = row + (params.n_h + params.n_h2 + h) * params.stride_h;
-        kv_group(k, v, at, g0, t0);
+        let inv = head_inv_rms(k);
+        kv_group(k, v, at, g0, t0, inv);
         if two {
-            kv_group(k, v, at, g0 + 1u, t1);
+            kv_group(k, v, at, g0 + 1u, t1, inv);
         }
     }
 }

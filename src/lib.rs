@@ -59,5 +59,8 @@ pub use kernels::pass::EncodeReport;
 pub use kernels::passes::CacheUsage;
 pub use kernels::rope::{Rope, RopeCall};
 pub use positions::{HostPositions, Positions};
-pub use spec::{Dtype, MRope, PairLayout, RopeSpec, SinusoidalLayout, SinusoidalSpec, Timescales};
+pub use spec::{
+    Dtype, MRope, NormWeight, PairLayout, QkNorm, RopeSpec, SinusoidalLayout, SinusoidalSpec,
+    Timescales,
+};
 pub use tensor::{ArrayView, CosSinCache, Dims, Layout, TensorView};

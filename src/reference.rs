@@ -309,8 +309,9 @@ pub enum HostCacheIndex<'a> {
 /// `qkv_layout`, `[batch, q_heads + 2 kv_heads, seq, d]`), Q rotated into `q_out` (its
 /// layout and data) or in place in `qkv`, K rotated and V copied into `k_cache` and
 /// `v_cache` (both laid out as `cache_layout`) at each token's position or slot; tokens whose
-/// position or slot is past the cache, or whose slot is negative, are not cached. Panics on
-/// a malformed call, as a test oracle should.
+/// position or slot is past the cache, or whose slot is negative, are not cached. With
+/// `norm`, each Q and K head is first divided by its root mean square (plus eps) and
+/// multiplied by its factors. Panics on a malformed call, as a test oracle should.
 #[allow(clippy::too_many_arguments)]
 pub fn qkv_cache(
     spec: &RopeSpec,
@@ -322,10 +323,28 @@ pub fn qkv_cache(
     (k_layout, k_cache): (&Layout, &mut [f64]),
     (v_layout, v_cache): (&Layout, &mut [f64]),
     index: HostCacheIndex<'_>,
+    norm: Option<&crate::spec::QkNorm>,
 ) {
     let [nb, heads, ns, d] = qkv_layout.shape;
     let q_heads = heads - 2 * kv_heads;
-    let src = qkv.to_vec();
+    let mut src = qkv.to_vec();
+    if let Some(norm) = norm {
+        let factors = norm.factors();
+        for b in 0..nb {
+            for h in 0..q_heads + kv_heads {
+                let w = &factors[usize::from(h >= q_heads)];
+                for s in 0..ns {
+                    let at = row_start(qkv_layout, b, h, s) as usize;
+                    let row = &mut src[at..at + d as usize];
+                    let mean_square = row.iter().map(|x| x * x).sum::<f64>() / d as f64;
+                    let inv = 1.0 / (mean_square + f64::from(norm.eps)).sqrt();
+                    for (x, &w) in row.iter_mut().zip(w) {
+                        *x *= inv * f64::from(w);
+                    }
+                }
+            }
+        }
+    }
     // The Q, K and V heads of qkv as views of their own.
     let part = |first: u64, count: u64| {
         let mut l = *qkv_layout;

@@ -379,3 +379,41 @@ fn check_base(base: f64) -> Result<()> {
         })
     }
 }
+
+/// How the per-head RMS norm of Q and K scales each normalized element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NormWeight {
+    /// `x * w` (Qwen3's `Qwen3RMSNorm`, Llama-style).
+    Scale,
+    /// `x * (1 + w)` (Gemma's `Gemma3RMSNorm`, whose weights start at zero).
+    OnePlus,
+}
+
+/// Per-head RMS normalization of Q and K before the rotation, as Qwen3 and Gemma 3 do:
+/// `x / sqrt(mean(x²) + eps)` over each head's `head_dim` elements, in f32, then the weight.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QkNorm {
+    /// Q's weights, `head_dim` of them (HF `q_norm.weight`).
+    pub q_weight: Vec<f32>,
+    /// K's weights, `head_dim` of them (HF `k_norm.weight`).
+    pub k_weight: Vec<f32>,
+    /// Added to the mean square (HF `rms_norm_eps`).
+    pub eps: f32,
+    /// How the weights scale.
+    pub weight: NormWeight,
+}
+
+impl QkNorm {
+    /// The factor each element of a head is multiplied by after the normalization: `w` or
+    /// `1 + w` (in f32, as HF computes it), Q's then K's.
+    pub fn factors(&self) -> [Vec<f32>; 2] {
+        [&self.q_weight, &self.k_weight].map(|w| {
+            w.iter()
+                .map(|&w| match self.weight {
+                    NormWeight::Scale => w,
+                    NormWeight::OnePlus => 1.0 + w,
+                })
+                .collect()
+        })
+    }
+}

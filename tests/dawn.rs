@@ -28,9 +28,9 @@ use wgpu::util::DeviceExt;
 use wgpu_posenc::Dims;
 use wgpu_posenc::capture::{Capture, CapturedPass};
 use wgpu_posenc::{
-    ArrayView, CacheIndex, CosSinCache, Dtype, HostPositions, KvCache, Layout, PairLayout, PosEnc,
-    Positions, QkvCall, RopeCall, RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView,
-    reference,
+    ArrayView, CacheIndex, CosSinCache, Dtype, HostPositions, KvCache, Layout, NormWeight,
+    PairLayout, PosEnc, Positions, QkNorm, QkvCall, RopeCall, RopeSpec, Scaling, SinusoidalLayout,
+    SinusoidalSpec, TensorView, reference,
 };
 
 /// WebGPU's default `minStorageBufferOffsetAlignment` (and Dawn's on SwiftShader).
@@ -623,6 +623,13 @@ fn fused(rec: &mut Recorder, rng: &mut Rng) {
     let ids: Vec<u32> = (0..10).map(|i| (i * 37 + 5) % 300).collect();
     let cu = [0u32, 3, 7];
     let slots: [i32; 7] = [0, 1, 2, -1, 5, 6, 7];
+    // Gemma-style QK-norm on the bf16 call.
+    let norm = QkNorm {
+        q_weight: (0..16).map(|i| (i as f32 * 0.37).sin() * 0.5).collect(),
+        k_weight: (0..16).map(|i| (i as f32 * 0.71).cos() * 0.5).collect(),
+        eps: 1e-6,
+        weight: NormWeight::OnePlus,
+    };
     for bf in [false, true] {
         let [batch, seq, q_heads, kv_heads, d] = if bf {
             [1, 7, 2, 1, 16]
@@ -697,6 +704,7 @@ fn fused(rec: &mut Recorder, rng: &mut Rng) {
             } else {
                 reference::HostCacheIndex::Position
             },
+            bf.then_some(&norm),
         );
         let upload = |rec: &Recorder, x: &[f32]| if bf { rec.u16(&to_bf16(x)) } else { rec.f32(x) };
         let (qkv, q, k, v) = (
@@ -725,7 +733,7 @@ fn fused(rec: &mut Recorder, rng: &mut Rng) {
         }
         let dtype = if bf { Dtype::BF16 } else { Dtype::F32 };
         let name = if bf {
-            "fused QKV, bf16, varlen, paged bf16 cache, Q out"
+            "fused QKV, bf16, varlen, paged bf16 cache, Q out, QK-norm"
         } else {
             "fused QKV, f32, ids, GQA, BHSD cache, Q in place"
         };
@@ -750,7 +758,7 @@ fn fused(rec: &mut Recorder, rng: &mut Rng) {
                     cache,
                 );
                 let call = if bf {
-                    call.with_q_out(view(&q, q_layout))
+                    call.with_q_out(view(&q, q_layout)).with_qk_norm(&norm)
                 } else {
                     call
                 };

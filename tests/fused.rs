@@ -12,8 +12,8 @@ use common::{Rng, ctx};
 use wgpu::util::DeviceExt;
 use wgpu_posenc::reference::{self, HostCacheIndex};
 use wgpu_posenc::{
-    ArrayView, CacheIndex, Dims, Dtype, Error, HostPositions, KvCache, Layout, PairLayout,
-    Positions, QkvCall, RopeSpec, Scaling, TensorView,
+    ArrayView, CacheIndex, Dims, Dtype, Error, HostPositions, KvCache, Layout, NormWeight,
+    PairLayout, Positions, QkNorm, QkvCall, RopeSpec, Scaling, TensorView,
 };
 
 /// Elements of guard before and after every view.
@@ -175,6 +175,7 @@ struct Case {
     /// Offsets of the input and Q out: a multiple of 4 (vec4 access where the head allows
     /// it) or not (one pair per invocation).
     offset: u64,
+    norm: Option<QkNorm>,
 }
 
 impl Case {
@@ -190,6 +191,7 @@ impl Case {
             cache_len: 24,
             q_out: false,
             offset: 8,
+            norm: None,
         }
     }
 }
@@ -266,6 +268,10 @@ fn run_on(posenc: &wgpu_posenc::PosEnc, case: &Case, seed: u64) -> Result<(u32, 
         Some(out) => call.with_q_out(view(out, q_layout)),
         None => call,
     };
+    let call = match &case.norm {
+        Some(norm) => call.with_qk_norm(norm),
+        None => call,
+    };
     let mut encoder = ctx().device().create_command_encoder(&Default::default());
     let report = posenc.encode_qkv(&mut encoder, &case.spec, &call)?;
     ctx().queue().submit([encoder.finish()]);
@@ -287,6 +293,7 @@ fn run_on(posenc: &wgpu_posenc::PosEnc, case: &Case, seed: u64) -> Result<(u32, 
             Index::Position { .. } => HostCacheIndex::Position,
             Index::Slots(_) => HostCacheIndex::Slots(&slots_ref),
         },
+        case.norm.as_ref(),
     );
     let errors = [
         qkv.check(&qkv_ref, &format!("{}: qkv", case.name)),
@@ -320,9 +327,45 @@ fn has_f16() -> bool {
         .contains(wgpu::Features::SHADER_F16)
 }
 
+/// QK-norm weights of `d` values each.
+fn norm(d: u64, weight: NormWeight) -> QkNorm {
+    QkNorm {
+        q_weight: (0..d).map(|i| 0.5 + (i as f32 * 0.37).sin()).collect(),
+        k_weight: (0..d).map(|i| 0.25 * (i as f32 * 1.3).cos()).collect(),
+        eps: 1e-6,
+        weight,
+    }
+}
+
 fn cases() -> Vec<Case> {
     let ids = |v: &[u32]| Positions::Ids(v.to_vec());
     vec![
+        Case {
+            spec: RopeSpec::new().base(1_000_000.0),
+            q_out: true,
+            norm: Some(norm(64, NormWeight::Scale)),
+            index: Index::Slots(vec![0, 1, 2, 3, 4, 10, 11, 12, 13, 20]),
+            ..Case::new(
+                "QK-norm (Qwen3's w), ids, GQA 6/2, Q out, paged, vec4",
+                [2, 5, 6, 2, 64],
+                ids(&[0, 1, 2, 3, 4, 90, 91, 92, 93, 100_000]),
+            )
+        },
+        Case {
+            spec: RopeSpec::new()
+                .rotary_dim(16)
+                .pair_layout(PairLayout::Interleaved),
+            dtype: Dtype::BF16,
+            cache_dtype: Dtype::F32,
+            q_out: true,
+            offset: GUARD,
+            norm: Some(norm(32, NormWeight::OnePlus)),
+            ..Case::new(
+                "QK-norm (Gemma's 1 + w), bf16, partial rotary, Q out, one pair per invocation",
+                [1, 6, 2, 1, 32],
+                Positions::Start(11),
+            )
+        },
         Case::new(
             "start, GQA 8/2, BHSD cache, in place",
             [2, 5, 8, 2, 64],
@@ -481,6 +524,24 @@ fn bad_fused_calls_are_typed_errors() {
         "{:?}",
         run(&start, 1)
     );
+    let norm_in_place = Case {
+        norm: Some(norm(16, NormWeight::Scale)),
+        ..Case::new("QK-norm in place", [1, 4, 2, 1, 16], Positions::Start(0))
+    };
+    assert!(matches!(run(&norm_in_place, 3), Err(Error::Unsupported(_))));
+    let short_weights = Case {
+        norm: Some(norm(8, NormWeight::Scale)),
+        q_out: true,
+        ..Case::new(
+            "QK-norm weights too short",
+            [1, 4, 2, 1, 16],
+            Positions::Start(0),
+        )
+    };
+    assert!(matches!(
+        run(&short_weights, 4),
+        Err(Error::ShapeMismatch { .. })
+    ));
     let slots_and_offsets = Case {
         index: Index::Slots(vec![0, 1, 2, 3]),
         ..Case::new(

@@ -8,6 +8,7 @@ use super::rope::{Rope, byte_end, check_disjoint, resolve_positions, width_for, 
 use super::{Kernel, Op, Specialization, WORKGROUP, Width};
 use crate::error::{Error, Result};
 use crate::positions::Positions;
+use crate::spec::{PairLayout, QkNorm};
 use crate::tensor::{ArrayView, Layout, TensorView};
 
 /// Where in the KV cache each token goes (the cache's third axis). Two tokens of one call
@@ -55,6 +56,8 @@ pub struct QkvCall<'a> {
     /// Rotated Q goes here (`[batch, q_heads, seq, head_dim]`, the input's dtype) instead
     /// of back into `qkv`.
     pub q_out: Option<TensorView<'a>>,
+    /// Q and K normalized per head before the rotation (Qwen3, Gemma 3); needs `q_out`.
+    pub qk_norm: Option<&'a QkNorm>,
 }
 
 impl<'a> QkvCall<'a> {
@@ -71,12 +74,20 @@ impl<'a> QkvCall<'a> {
             positions,
             cache,
             q_out: None,
+            qk_norm: None,
         }
     }
 
     /// Writes rotated Q to `q_out` instead.
     pub fn with_q_out(mut self, q_out: TensorView<'a>) -> Self {
         self.q_out = Some(q_out);
+        self
+    }
+
+    /// Normalizes Q and K per head before the rotation (Q must go to `q_out`: every
+    /// invocation of a head reads the whole head, so it cannot be written in place).
+    pub fn with_qk_norm(mut self, norm: &'a QkNorm) -> Self {
+        self.qk_norm = Some(norm);
         self
     }
 }
@@ -266,9 +277,13 @@ impl Rope {
             Width::X1
         };
         let lanes = width.pairs();
-        let freq = self
-            .ctx
-            .packed_frequencies(&angles.inv_freq, &self.axes, lanes as usize)?;
+        let mut freq_words =
+            crate::angle::pack_frequencies(&angles.inv_freq, &self.axes, lanes as usize);
+        let norm_base = (freq_words.len() as u64 / lanes) as u32;
+        if let Some(norm) = call.qk_norm {
+            freq_words.extend(norm_words(norm, self.spec.pair_layout, r, d, lanes));
+        }
+        let freq = self.ctx.frequency_buffer(freq_words)?;
         let flag = match call.cache.overflow_flag {
             Some(f) => Some(words(f, 1, "KV cache overflow flag")?),
             None => None,
@@ -278,6 +293,7 @@ impl Rope {
                 cache: views.k_cache.dtype,
                 paged: slots.is_some(),
                 q_out: call.q_out.is_some(),
+                qk_norm: call.qk_norm.is_some(),
             },
             positions: positions.mode(),
             ..Specialization::new(Kernel::Fused, self.spec.pair_layout, width, call.qkv.dtype)
@@ -306,6 +322,8 @@ impl Rope {
             scale: angles.attention_factor,
             tokens: 1,
             cache_len: cache_len as u32,
+            norm_base,
+            norm_eps: call.qk_norm.map_or(0.0, |n| n.eps),
             ..Params::default()
         };
         let mut shared = vec![self.entry(2, &freq, (0, freq.size()), Access::ReadOnly)];
@@ -441,6 +459,30 @@ impl Rope {
             self.ctx.check_view(out, "q_out")?;
             named.push(("q_out", out));
         }
+        if let Some(norm) = call.qk_norm {
+            if call.q_out.is_none() {
+                return Err(Error::Unsupported(
+                    "QK-norm needs Q out of place (QkvCall::with_q_out): every invocation of a \
+                     head reads the whole head, so Q cannot be rewritten in place",
+                ));
+            }
+            let lengths = [norm.q_weight.len(), norm.k_weight.len()];
+            if lengths.iter().any(|&n| n as u64 != d) {
+                return Err(Error::ShapeMismatch {
+                    what: "the QK-norm weights must have head_dim values each",
+                    a: [1, 1, lengths[0] as u64, lengths[1] as u64],
+                    b: [1, 1, d, d],
+                });
+            }
+            let finite = norm.factors().iter().flatten().all(|w| w.is_finite());
+            if !(norm.eps.is_finite() && norm.eps >= 0.0 && finite) {
+                return Err(Error::InvalidParameter {
+                    what: "QK-norm eps or weight",
+                    value: f64::from(norm.eps),
+                    need: "a finite eps >= 0 and finite weights",
+                });
+            }
+        }
         for (i, a) in named.iter().enumerate() {
             for b in &named[i + 1..] {
                 check_disjoint("the fused QKV call", (a.0, a.1), (b.0, b.1))?;
@@ -518,6 +560,45 @@ impl Rope {
         }
         Ok(())
     }
+}
+
+/// The QK-norm factors, per lane group in the order `load_pairs` and `load_tail` read a
+/// head's elements (the group's `a` lanes, then its `b` lanes), all of Q's groups, then K's.
+fn norm_words(norm: &QkNorm, layout: PairLayout, r: u64, d: u64, lanes: u64) -> Vec<u32> {
+    let rotated = r / 2 / lanes;
+    let mut words = Vec::with_capacity(2 * d as usize);
+    for factors in norm.factors() {
+        for g in 0..d / 2 / lanes {
+            let elements = |i: u64| {
+                if g < rotated {
+                    let j = g * lanes + i;
+                    match layout {
+                        PairLayout::Interleaved => (2 * j, 2 * j + 1),
+                        PairLayout::HalfSplit => (j, j + r / 2),
+                    }
+                } else {
+                    let t = r + (g - rotated) * 2 * lanes;
+                    if lanes == 1 {
+                        (t, t + 1)
+                    } else {
+                        (t + i, t + lanes + i)
+                    }
+                }
+            };
+            let (a, b): (Vec<u32>, Vec<u32>) = (0..lanes)
+                .map(|i| {
+                    let (ea, eb) = elements(i);
+                    (
+                        factors[ea as usize].to_bits(),
+                        factors[eb as usize].to_bits(),
+                    )
+                })
+                .unzip();
+            words.extend(a);
+            words.extend(b);
+        }
+    }
+    words
 }
 
 /// `[base, stride_b, stride_h, stride_s]` of a view whose first element is at `base` of its

@@ -122,6 +122,8 @@ pub enum Op {
         paged: bool,
         /// Q into its own tensor rather than in place.
         q_out: bool,
+        /// Q and K normalized per head before the rotation.
+        qk_norm: bool,
     },
 }
 
@@ -161,6 +163,7 @@ impl Specialization {
                     cache: dtype,
                     paged: false,
                     q_out: false,
+                    qk_norm: false,
                 },
             },
             pair_layout,
@@ -275,9 +278,15 @@ impl Specialization {
                 constants.push(("ADD", flag(add)));
                 constants.push(("PAD", flag(pad)));
             }
-            Op::Fused { paged, q_out, .. } => {
+            Op::Fused {
+                paged,
+                q_out,
+                qk_norm,
+                ..
+            } => {
                 constants.push(("PAGED", flag(paged)));
                 constants.push(("Q_OUT", flag(q_out)));
+                constants.push(("QK_NORM", flag(qk_norm)));
             }
         }
         constants
@@ -348,6 +357,7 @@ impl Specialization {
                         cache,
                         paged,
                         q_out,
+                        qk_norm: false,
                     };
                     let plain = Specialization {
                         op: op(false, false),
@@ -369,6 +379,15 @@ impl Specialization {
                             ..plain
                         });
                     }
+                    all.push(Specialization {
+                        op: Op::Fused {
+                            cache,
+                            paged: false,
+                            q_out: true,
+                            qk_norm: true,
+                        },
+                        ..plain
+                    });
                 }
             }
         }
