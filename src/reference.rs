@@ -329,7 +329,15 @@ pub fn qkv_cache(
     let q_heads = heads - 2 * kv_heads;
     let mut src = qkv.to_vec();
     if let Some(norm) = norm {
-        let factors = norm.factors();
+        // The factors in f64 (the kernel's are rounded to f32, as HF computes them).
+        let factors = [&norm.q_weight, &norm.k_weight].map(|w| {
+            w.iter()
+                .map(|&w| match norm.weight {
+                    crate::spec::NormWeight::Scale => f64::from(w),
+                    crate::spec::NormWeight::OnePlus => 1.0 + f64::from(w),
+                })
+                .collect::<Vec<f64>>()
+        });
         for b in 0..nb {
             for h in 0..q_heads + kv_heads {
                 let w = &factors[usize::from(h >= q_heads)];
@@ -339,7 +347,7 @@ pub fn qkv_cache(
                     let mean_square = row.iter().map(|x| x * x).sum::<f64>() / d as f64;
                     let inv = 1.0 / (mean_square + f64::from(norm.eps)).sqrt();
                     for (x, &w) in row.iter_mut().zip(w) {
-                        *x *= inv * f64::from(w);
+                        *x *= inv * w;
                     }
                 }
             }

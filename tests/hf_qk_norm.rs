@@ -1,0 +1,189 @@
+//! The fused QKV call with QK-norm against HF transformers' own modules: Qwen3's
+//! `Qwen3RMSNorm` (`x * w`) and Gemma 3's `Gemma3RMSNorm` (`x * (1 + w)`, both layer types),
+//! each followed by the family's rotary module and `apply_rotary_pos_emb`, as the attention's
+//! forward runs them (`tests/data/hf/hf_qk_norm_golden.py`, transformers 5.24 in binary64).
+//! The spec comes from the fixture's config.json through `HfRope::from_config`; Q goes to its
+//! own tensor, K into a paged cache, both compared with HF's.
+
+#![cfg(feature = "hf-config")]
+
+mod common;
+
+use common::ctx;
+use serde_json::Value;
+use wgpu::util::DeviceExt;
+use wgpu_posenc::{
+    ArrayView, CacheIndex, Dims, HfRope, HostPositions, KvCache, Layout, NormWeight, Positions,
+    QkNorm, QkvCall, TensorView, reference,
+};
+
+fn data(path: &str) -> Value {
+    let full = format!("{}/tests/data/hf/{path}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{full}: {e}"))
+}
+
+/// A nested JSON array of numbers, flattened.
+fn flat(v: &Value) -> Vec<f64> {
+    match v {
+        Value::Array(a) => a.iter().flat_map(flat).collect(),
+        other => vec![other.as_f64().expect("number")],
+    }
+}
+
+fn buffer(bytes: &[u8]) -> wgpu::Buffer {
+    ctx()
+        .device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("hf qk-norm"),
+            contents: bytes,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        })
+}
+
+fn read(b: &wgpu::Buffer) -> Vec<f64> {
+    let bytes = ctx().read_buffer(b).expect("read back");
+    bytemuck::cast_slice::<u8, f32>(&bytes)
+        .iter()
+        .map(|&v| f64::from(v))
+        .collect()
+}
+
+#[test]
+fn fused_qk_norm_and_rope_match_hf() {
+    let golden = data("hf_qk_norm_golden.json");
+    for case in golden["cases"].as_array().expect("cases") {
+        let name = format!("{} {}", case["config"], case["layer_type"]);
+        let rope =
+            HfRope::from_config(&data(case["config"].as_str().expect("path"))).expect("config");
+        let layer = match case["layer_type"].as_str() {
+            Some(t) => rope.layer_type(t).expect("layer type"),
+            None => rope.only().expect("one RoPE"),
+        };
+        let d = case["head_dim"].as_u64().expect("head_dim");
+        assert_eq!(layer.head_dim, d, "{name}");
+        let (hq, hkv) = (
+            case["q_heads"].as_u64().unwrap(),
+            case["kv_heads"].as_u64().unwrap(),
+        );
+        let positions: Vec<u32> = flat(&case["positions"]).iter().map(|&p| p as u32).collect();
+        let s = positions.len() as u64;
+        let f32s = |v: &Value| flat(v).iter().map(|&x| x as f32).collect::<Vec<f32>>();
+        let norm = QkNorm {
+            q_weight: f32s(&case["q_weight"]),
+            k_weight: f32s(&case["k_weight"]),
+            eps: case["eps"].as_f64().unwrap() as f32,
+            weight: match case["weight"].as_str() {
+                Some("Scale") => NormWeight::Scale,
+                _ => NormWeight::OnePlus,
+            },
+        };
+        // Packed [1, S, hq + 2 hkv, d]: Q heads, K heads, and V (K's values again).
+        let (q, k) = (f32s(&case["q"]), f32s(&case["k"]));
+        let heads = hq + 2 * hkv;
+        let qkv_layout = Layout::bshd(Dims {
+            batch: 1,
+            heads,
+            seq: s,
+            head_dim: d,
+        });
+        let mut packed = vec![0.0f32; (heads * s * d) as usize];
+        let head_of = |h: u64, t: u64| -> &[f32] {
+            let (src, h) = if h < hq {
+                (&q, h)
+            } else {
+                (&k, (h - hq) % hkv)
+            };
+            let at = ((h * s + t) * d) as usize;
+            &src[at..at + d as usize]
+        };
+        for t in 0..s {
+            for h in 0..heads {
+                let at = reference::row_start(&qkv_layout, 0, h, t) as usize;
+                packed[at..at + d as usize].copy_from_slice(head_of(h, t));
+            }
+        }
+        let qkv = buffer(bytemuck::cast_slice(&packed));
+        let q_layout = Layout::bhsd([1, hq, s, d]);
+        let q_out = buffer(&vec![0u8; (hq * s * d * 4) as usize]);
+        let cache_layout = Layout::bshd(Dims {
+            batch: 1,
+            heads: hkv,
+            seq: s,
+            head_dim: d,
+        });
+        let (k_cache, v_cache) = (
+            buffer(&vec![0u8; (hkv * s * d * 4) as usize]),
+            buffer(&vec![0u8; (hkv * s * d * 4) as usize]),
+        );
+        let slots: Vec<u32> = (0..s as u32).collect();
+        let (ids, slot_buffer) = (
+            buffer(bytemuck::cast_slice(&positions)),
+            buffer(bytemuck::cast_slice(&slots)),
+        );
+        let call = QkvCall::new(
+            TensorView::new(&qkv, qkv_layout),
+            hkv,
+            Positions::Ids(ArrayView::new(&ids)),
+            KvCache {
+                k: TensorView::new(&k_cache, cache_layout),
+                v: TensorView::new(&v_cache, cache_layout),
+                index: CacheIndex::Slots(ArrayView::new(&slot_buffer)),
+                overflow_flag: None,
+            },
+        )
+        .with_q_out(TensorView::new(&q_out, q_layout))
+        .with_qk_norm(&norm);
+        let mut encoder = ctx().device().create_command_encoder(&Default::default());
+        ctx()
+            .encode_qkv(&mut encoder, &layer.spec, &call)
+            .expect("encode");
+        ctx().queue().submit([encoder.finish()]);
+
+        // HF's q_out [hq, S, d] and k_out [hkv, S, d]; the cache holds K as [S, hkv, d].
+        let (want_q, want_k) = (flat(&case["q_out"]), flat(&case["k_out"]));
+        let got_q = read(&q_out);
+        let got_k_cache = read(&k_cache);
+        let got_k: Vec<f64> = (0..hkv)
+            .flat_map(|h| (0..s).map(move |t| (h, t)))
+            .flat_map(|(h, t)| {
+                let at = reference::row_start(&cache_layout, 0, h, t) as usize;
+                got_k_cache[at..at + d as usize].to_vec()
+            })
+            .collect();
+        let worst = |got: &[f64], want: &[f64]| {
+            assert_eq!(got.len(), want.len());
+            got.iter()
+                .zip(want)
+                .map(|(g, w)| (g - w).abs() / w.abs().max(1.0))
+                .fold(0.0f64, f64::max)
+        };
+        let (eq, ek) = (worst(&got_q, &want_q), worst(&got_k, &want_k));
+        eprintln!("{name}: GPU vs HF, Q {eq:.2e}, K {ek:.2e} (relative to max(1, |x|))");
+        assert!(eq < 2e-6 && ek < 2e-6, "{name}: Q {eq:e}, K {ek:e}");
+
+        // The f64 reference against HF.
+        let mut x: Vec<f64> = packed.iter().map(|&v| f64::from(v)).collect();
+        let mut q_ref = vec![0.0; (hq * s * d) as usize];
+        let (mut kc, mut vc) = (
+            vec![0.0; (hkv * s * d) as usize],
+            vec![0.0; (hkv * s * d) as usize],
+        );
+        let slots_i: Vec<i32> = (0..s as i32).collect();
+        reference::qkv_cache(
+            &layer.spec,
+            &qkv_layout,
+            &mut x,
+            hkv,
+            HostPositions::Ids(&positions),
+            Some((&q_layout, &mut q_ref)),
+            (&cache_layout, &mut kc),
+            (&cache_layout, &mut vc),
+            reference::HostCacheIndex::Slots(&slots_i),
+            Some(&norm),
+        );
+        let er = worst(&q_ref, &want_q);
+        eprintln!("{name}: reference vs HF, Q {er:.2e}");
+        assert!(er < 1e-9, "{name}: reference {er:e}");
+    }
+}
