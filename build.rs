@@ -39,54 +39,44 @@ fn main() {
     println!("cargo:rerun-if-changed=shaders");
     let root = Path::new("shaders");
     let mut used = BTreeSet::new();
-    let mut out = String::from("/// Composed WGSL: `[kernel][pair layout][width][dtype]`.\n");
-    out.push_str("pub(crate) static SOURCES: [[[[&str; 3]; 2]; 2]; 2] = [\n");
-    for kernel in KERNELS {
-        out.push_str("[\n");
-        for pairs in PAIR_LAYOUTS {
-            out.push_str("[\n");
-            for width in WIDTHS {
-                out.push_str("[\n");
-                for dtype in DTYPES {
-                    let defines = [kernel, pairs, width, dtype];
-                    let mut source = format!("// wgpu-posenc {}\n", defines.join(" "));
-                    let mut seen = BTreeSet::new();
-                    compose(root, kernel, &defines, &mut seen, &mut source)
-                        .unwrap_or_else(|e| panic!("shaders ({}): {e}", defines.join(" ")));
-                    used.extend(seen);
-                    writeln!(out, "{source:?},").unwrap();
-                }
-                out.push_str("],\n");
-            }
-            out.push_str("],\n");
-        }
-        out.push_str("],\n");
-    }
-    out.push_str("];\n");
-    out.push_str("/// The fused QKV kernel: `[pair layout][width][dtype][cache dtype]`.\n");
-    out.push_str("pub(crate) static FUSED: [[[[&str; 3]; 3]; 2]; 2] = [\n");
-    for pairs in PAIR_LAYOUTS {
-        out.push_str("[\n");
-        for width in WIDTHS {
-            out.push_str("[\n");
-            for dtype in DTYPES {
-                out.push_str("[\n");
-                for cache in CACHE_DTYPES {
-                    let defines = ["fused", pairs, width, dtype, cache];
-                    let mut source = format!("// wgpu-posenc {}\n", defines.join(" "));
-                    let mut seen = BTreeSet::new();
-                    compose(root, "fused", &defines, &mut seen, &mut source)
-                        .unwrap_or_else(|e| panic!("shaders ({}): {e}", defines.join(" ")));
-                    used.extend(seen);
-                    writeln!(out, "{source:?},").unwrap();
-                }
-                out.push_str("],\n");
-            }
-            out.push_str("],\n");
-        }
-        out.push_str("],\n");
-    }
-    out.push_str("];\n");
+    let mut out = String::new();
+    // `first` is the entry file and the first define of every variant of the table, or
+    // `None` for a table whose first list holds them.
+    let mut table =
+        |name: &str, doc: &str, first: Option<&'static str>, lists: &[&[&'static str]]| {
+            let dims: String = lists
+                .iter()
+                .rev()
+                .fold("&str".into(), |t, l| format!("[{t}; {}]", l.len()));
+            writeln!(
+                out,
+                "/// Composed WGSL: `{doc}`.\npub(crate) static {name}: {dims} = "
+            )
+            .unwrap();
+            let mut defines: Vec<&'static str> = first.into_iter().collect();
+            nested(&mut out, lists, &mut defines, &mut |defines| {
+                let entry = defines[0];
+                let mut source = format!("// wgpu-posenc {}\n", defines.join(" "));
+                let mut seen = BTreeSet::new();
+                compose(root, entry, defines, &mut seen, &mut source)
+                    .unwrap_or_else(|e| panic!("shaders ({}): {e}", defines.join(" ")));
+                used.extend(seen);
+                source
+            });
+            out.push_str(";\n");
+        };
+    table(
+        "SOURCES",
+        "[kernel][pair layout][width][dtype]",
+        None,
+        &[&KERNELS, &PAIR_LAYOUTS, &WIDTHS, &DTYPES],
+    );
+    table(
+        "FUSED",
+        "[pair layout][width][dtype][cache dtype]",
+        Some("fused"),
+        &[&PAIR_LAYOUTS, &WIDTHS, &DTYPES, &CACHE_DTYPES],
+    );
     for (entry, constant) in EXPORTS {
         let mut source = String::new();
         let mut seen = BTreeSet::new();
@@ -109,6 +99,28 @@ fn main() {
     }
     let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("shaders.rs");
     std::fs::write(dest, out).unwrap();
+}
+
+/// Writes the nested array literal of `make(defines)` over every combination of `lists`.
+fn nested(
+    out: &mut String,
+    lists: &[&[&'static str]],
+    defines: &mut Vec<&'static str>,
+    make: &mut dyn FnMut(&[&str]) -> String,
+) {
+    let Some((first, rest)) = lists.split_first() else {
+        let source = make(defines);
+        writeln!(out, "{source:?}").unwrap();
+        return;
+    };
+    out.push_str("[\n");
+    for &d in first.iter() {
+        defines.push(d);
+        nested(out, rest, defines, make);
+        defines.pop();
+        out.push_str(",\n");
+    }
+    out.push(']');
 }
 
 /// Appends `name` (once per variant) with its directives carried out.

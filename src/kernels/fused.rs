@@ -124,28 +124,29 @@ impl Block<'_> {
         params.k_base = (self.bases[0] + b_shift) as u32;
         params.v_base = (self.bases[1] + b_shift) as u32;
         let mut entries = self.shared.clone();
-        let qkv = sub_view(&call.qkv, [b0, nb, s0, ns]);
-        let (x, base) = rope.tensor_window(&qkv, "the packed QKV tensor")?;
+        // This block's rows of the input (binding 1) and of Q out (binding 5): their windows,
+        // and the element index of their first element and strides there.
+        let mut bind_view = |view: &TensorView<'_>, binding, what| -> Result<[u32; 4]> {
+            let view = sub_view(view, [b0, nb, s0, ns]);
+            let (w, base) = rope.tensor_window(&view, what)?;
+            entries.push(rope.entry(binding, view.buffer, w, Access::ReadWrite));
+            Ok(fields(base, &view.layout))
+        };
         [
             params.base,
             params.stride_b,
             params.stride_h,
             params.stride_s,
-        ] = fields(base, &qkv.layout);
-        entries.push(rope.entry(1, qkv.buffer, x, Access::ReadWrite));
-        match &call.q_out {
-            Some(out) => {
-                let out = sub_view(out, [b0, nb, s0, ns]);
-                let (w, base) = rope.tensor_window(&out, "q_out")?;
-                [
-                    params.base2,
-                    params.stride2_b,
-                    params.stride2_h,
-                    params.stride2_s,
-                ] = fields(base, &out.layout);
-                entries.push(rope.entry(5, out.buffer, w, Access::ReadWrite));
-            }
-            None => entries.push(rope.dummy_entry(5, &rope.ctx.dummy_rw, Access::ReadWrite)),
+        ] = bind_view(&call.qkv, 1, "the packed QKV tensor")?;
+        if let Some(out) = &call.q_out {
+            [
+                params.base2,
+                params.stride2_b,
+                params.stride2_h,
+                params.stride2_s,
+            ] = bind_view(out, 5, "q_out")?;
+        } else {
+            entries.push(rope.dummy_entry(5, &rope.ctx.dummy_rw, Access::ReadWrite));
         }
         // The ids, starts or cu_seqlens, and the varlen offsets or the slot mapping, from
         // this block's first one.

@@ -74,6 +74,16 @@ pub enum PositionMode {
 }
 
 impl PositionMode {
+    /// Every mode that reads positions from GPU arrays.
+    #[cfg(any(test, feature = "internals"))]
+    const GPU: [PositionMode; 5] = [
+        PositionMode::BatchStarts,
+        PositionMode::Ids,
+        PositionMode::Varlen { offsets: false },
+        PositionMode::Varlen { offsets: true },
+        PositionMode::Axes,
+    ];
+
     fn code(self) -> f64 {
         match self {
             PositionMode::Start => 0.0,
@@ -303,13 +313,7 @@ impl Specialization {
                     for dtype in [Dtype::F32, Dtype::F16, Dtype::BF16] {
                         let plain = Specialization::new(kernel, pair_layout, width, dtype);
                         all.push(plain);
-                        for positions in [
-                            PositionMode::BatchStarts,
-                            PositionMode::Ids,
-                            PositionMode::Varlen { offsets: false },
-                            PositionMode::Varlen { offsets: true },
-                            PositionMode::Axes,
-                        ] {
+                        for positions in PositionMode::GPU {
                             all.push(Specialization { positions, ..plain });
                         }
                         all.push(Specialization {
@@ -364,13 +368,7 @@ impl Specialization {
                         ..Specialization::new(Kernel::Fused, pair_layout, width, dtype)
                     };
                     all.push(plain);
-                    for positions in [
-                        PositionMode::BatchStarts,
-                        PositionMode::Ids,
-                        PositionMode::Varlen { offsets: false },
-                        PositionMode::Varlen { offsets: true },
-                        PositionMode::Axes,
-                    ] {
+                    for positions in PositionMode::GPU {
                         all.push(Specialization { positions, ..plain });
                     }
                     for (paged, q_out) in [(true, false), (false, true), (true, true)] {
