@@ -329,29 +329,7 @@ pub fn qkv_cache(
     let q_heads = heads - 2 * kv_heads;
     let mut src = qkv.to_vec();
     if let Some(norm) = norm {
-        // The factors in f64 (the kernel's are rounded to f32, as HF computes them).
-        let factors = [&norm.q_weight, &norm.k_weight].map(|w| {
-            w.iter()
-                .map(|&w| match norm.weight {
-                    crate::spec::NormWeight::Scale => f64::from(w),
-                    crate::spec::NormWeight::OnePlus => 1.0 + f64::from(w),
-                })
-                .collect::<Vec<f64>>()
-        });
-        for b in 0..nb {
-            for h in 0..q_heads + kv_heads {
-                let w = &factors[usize::from(h >= q_heads)];
-                for s in 0..ns {
-                    let at = row_start(qkv_layout, b, h, s) as usize;
-                    let row = &mut src[at..at + d as usize];
-                    let mean_square = row.iter().map(|x| x * x).sum::<f64>() / d as f64;
-                    let inv = 1.0 / (mean_square + f64::from(norm.eps)).sqrt();
-                    for (x, &w) in row.iter_mut().zip(w) {
-                        *x *= inv * w;
-                    }
-                }
-            }
-        }
+        normalize_heads(norm, qkv_layout, &mut src, q_heads, kv_heads);
     }
     // The Q, K and V heads of qkv as views of their own.
     let part = |first: u64, count: u64| {
@@ -399,6 +377,41 @@ pub fn qkv_cache(
                 let d = d as usize;
                 k_cache[to_k..to_k + d].copy_from_slice(&rotated[from_k..from_k + d]);
                 v_cache[to_v..to_v + d].copy_from_slice(&src[from_v..from_v + d]);
+            }
+        }
+    }
+}
+
+/// Each Q and K head of `x` (laid out as `layout`, Q heads then KV heads) divided by its root
+/// mean square plus eps and multiplied by its factors, in f64.
+fn normalize_heads(
+    norm: &crate::spec::QkNorm,
+    layout: &Layout,
+    x: &mut [f64],
+    q_heads: u64,
+    kv_heads: u64,
+) {
+    let [nb, _, ns, d] = layout.shape;
+    // The factors in f64 (the kernel's are rounded to f32, as HF computes them).
+    let factors = [&norm.q_weight, &norm.k_weight].map(|w| {
+        w.iter()
+            .map(|&w| match norm.weight {
+                crate::spec::NormWeight::Scale => f64::from(w),
+                crate::spec::NormWeight::OnePlus => 1.0 + f64::from(w),
+            })
+            .collect::<Vec<f64>>()
+    });
+    for b in 0..nb {
+        for h in 0..q_heads + kv_heads {
+            let w = &factors[usize::from(h >= q_heads)];
+            for s in 0..ns {
+                let at = row_start(layout, b, h, s) as usize;
+                let row = &mut x[at..at + d as usize];
+                let mean_square = row.iter().map(|x| x * x).sum::<f64>() / d as f64;
+                let inv = 1.0 / (mean_square + f64::from(norm.eps)).sqrt();
+                for (x, &w) in row.iter_mut().zip(w) {
+                    *x *= inv * w;
+                }
             }
         }
     }

@@ -148,8 +148,28 @@ impl Block<'_> {
         } else {
             entries.push(rope.dummy_entry(5, &rope.ctx.dummy_rw, Access::ReadWrite));
         }
-        // The ids, starts or cu_seqlens, and the varlen offsets or the slot mapping, from
-        // this block's first one.
+        self.position_entries(rope, &mut params, &mut entries, [b0, nb, s0, ns], seq);
+        let uniform = rope.ctx.buffer_init(
+            "wgpu-posenc fused parameters",
+            bytemuck::bytes_of(&params),
+            wgpu::BufferUsages::UNIFORM,
+        )?;
+        entries.push(rope.entry(0, &uniform, (0, uniform.size()), Access::Uniform));
+        entries.sort_by_key(|e| e.binding);
+        rope.dispatch(encoder, self.spec, &entries, grid)?;
+        Ok(workgroups)
+    }
+
+    /// The ids, starts or cu_seqlens, and the varlen offsets or the slot mapping, bound from
+    /// block `[b0, nb, s0, ns]`'s first one (of a call of `seq` tokens per batch row).
+    fn position_entries(
+        &self,
+        rope: &Rope,
+        params: &mut Params,
+        entries: &mut Vec<Entry>,
+        [b0, nb, s0, ns]: [u64; 4],
+        seq: u64,
+    ) {
         let token = b0 * seq + s0;
         let rows = (nb - 1) * seq + ns;
         let (ids, aux) = match self.positions {
@@ -188,15 +208,6 @@ impl Block<'_> {
                 None => entries.push(rope.dummy_entry(binding, &rope.ctx.dummy, Access::ReadOnly)),
             }
         }
-        let uniform = rope.ctx.buffer_init(
-            "wgpu-posenc fused parameters",
-            bytemuck::bytes_of(&params),
-            wgpu::BufferUsages::UNIFORM,
-        )?;
-        entries.push(rope.entry(0, &uniform, (0, uniform.size()), Access::Uniform));
-        entries.sort_by_key(|e| e.binding);
-        rope.dispatch(encoder, self.spec, &entries, grid)?;
-        Ok(workgroups)
     }
 }
 
@@ -229,43 +240,137 @@ impl Rope {
         call: &QkvCall<'_>,
     ) -> Result<EncodeReport> {
         let views = self.check_qkv(call)?;
-        let [batch, _, seq, d] = call.qkv.layout.shape;
+        let [batch, _, seq, _] = call.qkv.layout.shape;
         if batch * seq == 0 {
             return Ok(EncodeReport::default());
         }
+        let block = self.block(call, &views)?;
+        let mut report = EncodeReport::default();
+        for [b0, nb, s0, ns] in self.qkv_blocks(call)? {
+            let workgroups = block.encode(self, encoder, call, [b0, nb, s0, ns])?;
+            report.dispatches += 1;
+            report.blocks += 1;
+            report.max_workgroups = report.max_workgroups.max(workgroups);
+        }
+        Ok(report)
+    }
+
+    /// What every block of a checked call shares: the variant, the parameters, the
+    /// frequency (and norm factor) buffer, the caches and the flag.
+    fn block<'c>(&self, call: &QkvCall<'c>, views: &Views<'c>) -> Result<Block<'c>> {
+        let [batch, _, seq, _] = call.qkv.layout.shape;
         let (positions, seq_len) =
             resolve_positions(call.positions, &views.q, self.spec.mrope.is_some())?;
-        let slots = match call.cache.index {
-            CacheIndex::Position => None,
-            CacheIndex::Slots(s) => {
+        let slots = self.slots(call, &positions, seq_len, views)?;
+        let angles = self.angles_at(seq_len)?;
+        let (width, span) = self.fused_width(call, views);
+        let lanes = width.pairs();
+        let mut freq_words =
+            crate::angle::pack_frequencies(&angles.inv_freq, &self.axes, lanes as usize);
+        let norm_base = (freq_words.len() as u64 / lanes) as u32;
+        if let Some(norm) = call.qk_norm {
+            let (r, d) = (self.rotary_dim, self.head_dim);
+            freq_words.extend(norm_words(norm, self.spec.pair_layout, r, d, lanes));
+        }
+        let freq = self.ctx.frequency_buffer(freq_words)?;
+        let spec = Specialization {
+            op: Op::Fused {
+                cache: views.k_cache.dtype,
+                paged: slots.is_some(),
+                q_out: call.q_out.is_some(),
+                qk_norm: call.qk_norm.is_some(),
+            },
+            positions: positions.mode(),
+            ..Specialization::new(Kernel::Fused, self.spec.pair_layout, width, call.qkv.dtype)
+        };
+        let [_, cb, ch, cp] = fields(0, &views.k_cache.layout);
+        let mut params = Params {
+            n_h: views.heads[0] as u32,
+            n_h2: views.heads[1] as u32,
+            groups: (self.head_dim / 2 / lanes / span) as u32,
+            span: span as u32,
+            half: (self.rotary_dim / 2) as u32,
+            ids_stride_b: seq as u32,
+            axis_stride: (batch * seq) as u32,
+            sin_sign: if self.spec.inverse { -1.0 } else { 1.0 },
+            scale: angles.attention_factor,
+            tokens: 1,
+            cache_len: views.k_cache.layout.shape[2] as u32,
+            cache_stride_b: if slots.is_some() { 0 } else { cb },
+            cache_stride_h: ch,
+            cache_stride_p: cp,
+            norm_base,
+            norm_eps: call.qk_norm.map_or(0.0, |n| n.eps),
+            ..Params::default()
+        };
+        let mut shared = vec![self.entry(2, &freq, (0, freq.size()), Access::ReadOnly)];
+        let (k, k_base) = self.tensor_window(views.k_cache, "the K cache")?;
+        let (v, v_base) = self.tensor_window(views.v_cache, "the V cache")?;
+        shared.push(self.entry(9, views.k_cache.buffer, k, Access::ReadWrite));
+        shared.push(self.entry(10, views.v_cache.buffer, v, Access::ReadWrite));
+        match call.cache.overflow_flag {
+            Some(f) => {
+                let f = words(f, 1, "KV cache overflow flag")?;
+                let w = self.ctx.window(f.buffer, f.first * 4, 4);
+                params.flag_base = ((f.first * 4 - w.0) / 4) as u32;
+                shared.push(self.entry(8, f.buffer, w, Access::ReadWrite));
+            }
+            None => shared.push(self.dummy_entry(8, &self.ctx.dummy_flag, Access::ReadWrite)),
+        }
+        Ok(Block {
+            spec,
+            params,
+            shared,
+            bases: [k_base, v_base],
+            positions,
+            slots,
+        })
+    }
+
+    /// The slot mapping, checked, or for a cache indexed by positions, the host-known
+    /// positions checked against its length.
+    fn slots<'c>(
+        &self,
+        call: &QkvCall<'c>,
+        positions: &PassPositions<'c>,
+        seq_len: Option<u64>,
+        views: &Views<'c>,
+    ) -> Result<Option<Words<'c>>> {
+        let [batch, _, seq, _] = call.qkv.layout.shape;
+        match call.cache.index {
+            CacheIndex::Slots(_)
                 if matches!(
                     positions,
                     Positions::Varlen {
                         offsets: Some(_),
                         ..
                     }
-                ) {
-                    return Err(Error::Unsupported(
-                        "a slot mapping and varlen offsets share one binding of the fused \
-                         kernel: give the positions as ids instead",
-                    ));
-                }
-                Some(words(s, batch * seq, "slot mapping")?)
+                ) =>
+            {
+                Err(Error::Unsupported(
+                    "a slot mapping and varlen offsets share one binding of the fused kernel: \
+                     give the positions as ids instead",
+                ))
             }
-        };
-        let cache_len = views.k_cache.layout.shape[2];
-        if let (None, Some(end)) = (slots, seq_len)
-            && end > cache_len
-        {
-            return Err(Error::KvCacheTooShort {
-                position: end - 1,
-                len: cache_len,
-            });
+            CacheIndex::Slots(s) => Ok(Some(words(s, batch * seq, "slot mapping")?)),
+            CacheIndex::Position => {
+                let len = views.k_cache.layout.shape[2];
+                match seq_len {
+                    Some(end) if end > len => Err(Error::KvCacheTooShort {
+                        position: end - 1,
+                        len,
+                    }),
+                    _ => Ok(None),
+                }
+            }
         }
-        let angles = self.angles_at(seq_len)?;
-        // Four pairs per invocation with vec4 access where the rotated pairs and the tail
-        // come in whole groups and the views are aligned; else one.
-        let r = self.rotary_dim;
+    }
+
+    /// Pairs per invocation (four with vec4 access where the rotated pairs and the tail come
+    /// in whole groups and every view is aligned, else one) and lane groups per invocation
+    /// (two where the rotated and the tail groups pair up evenly: see BENCHMARKS.md).
+    fn fused_width(&self, call: &QkvCall<'_>, views: &Views<'_>) -> (Width, u64) {
+        let (r, d) = (self.rotary_dim, self.head_dim);
         let mut layouts = vec![
             &call.qkv.layout,
             &views.k_cache.layout,
@@ -278,89 +383,10 @@ impl Rope {
             Width::X1
         };
         let lanes = width.pairs();
-        let mut freq_words =
-            crate::angle::pack_frequencies(&angles.inv_freq, &self.axes, lanes as usize);
-        let norm_base = (freq_words.len() as u64 / lanes) as u32;
-        if let Some(norm) = call.qk_norm {
-            freq_words.extend(norm_words(norm, self.spec.pair_layout, r, d, lanes));
-        }
-        let freq = self.ctx.frequency_buffer(freq_words)?;
-        let flag = match call.cache.overflow_flag {
-            Some(f) => Some(words(f, 1, "KV cache overflow flag")?),
-            None => None,
-        };
-        let spec = Specialization {
-            op: Op::Fused {
-                cache: views.k_cache.dtype,
-                paged: slots.is_some(),
-                q_out: call.q_out.is_some(),
-                qk_norm: call.qk_norm.is_some(),
-            },
-            positions: positions.mode(),
-            ..Specialization::new(Kernel::Fused, self.spec.pair_layout, width, call.qkv.dtype)
-        };
-        let groups = d / 2 / lanes;
-        // Two lane groups per invocation where the rotated and the tail groups pair up
-        // evenly (measured on lavapipe: see BENCHMARKS.md).
-        let rotated = r / 2 / lanes;
-        let span = if width == Width::X4
-            && rotated.is_multiple_of(2)
-            && (groups - rotated).is_multiple_of(2)
-        {
-            2
-        } else {
-            1
-        };
-        let params = Params {
-            n_h: views.heads[0] as u32,
-            n_h2: views.heads[1] as u32,
-            groups: (groups / span) as u32,
-            span: span as u32,
-            half: (self.rotary_dim / 2) as u32,
-            ids_stride_b: seq as u32,
-            axis_stride: (batch * seq) as u32,
-            sin_sign: if self.spec.inverse { -1.0 } else { 1.0 },
-            scale: angles.attention_factor,
-            tokens: 1,
-            cache_len: cache_len as u32,
-            norm_base,
-            norm_eps: call.qk_norm.map_or(0.0, |n| n.eps),
-            ..Params::default()
-        };
-        let mut shared = vec![self.entry(2, &freq, (0, freq.size()), Access::ReadOnly)];
-        let (k, k_base) = self.tensor_window(views.k_cache, "the K cache")?;
-        let (v, v_base) = self.tensor_window(views.v_cache, "the V cache")?;
-        shared.push(self.entry(9, views.k_cache.buffer, k, Access::ReadWrite));
-        shared.push(self.entry(10, views.v_cache.buffer, v, Access::ReadWrite));
-        let mut params = params;
-        match flag {
-            Some(f) => {
-                let w = self.ctx.window(f.buffer, f.first * 4, 4);
-                params.flag_base = ((f.first * 4 - w.0) / 4) as u32;
-                shared.push(self.entry(8, f.buffer, w, Access::ReadWrite));
-            }
-            None => shared.push(self.dummy_entry(8, &self.ctx.dummy_flag, Access::ReadWrite)),
-        }
-        let [_, cb, ch, cp] = fields(0, &views.k_cache.layout);
-        params.cache_stride_h = ch;
-        params.cache_stride_p = cp;
-        params.cache_stride_b = if slots.is_some() { 0 } else { cb };
-        let block = Block {
-            spec,
-            params,
-            shared,
-            bases: [k_base, v_base],
-            positions,
-            slots,
-        };
-        let mut report = EncodeReport::default();
-        for [b0, nb, s0, ns] in self.qkv_blocks(call)? {
-            let workgroups = block.encode(self, encoder, call, [b0, nb, s0, ns])?;
-            report.dispatches += 1;
-            report.blocks += 1;
-            report.max_workgroups = report.max_workgroups.max(workgroups);
-        }
-        Ok(report)
+        let (groups, rotated) = (d / 2 / lanes, r / 2 / lanes);
+        let two =
+            width == Width::X4 && rotated.is_multiple_of(2) && (groups - rotated).is_multiple_of(2);
+        (width, if two { 2 } else { 1 })
     }
 
     /// Blocks `[b0, batches, s0, tokens]` whose input and Q out each fit one binding: the
@@ -461,28 +487,7 @@ impl Rope {
             named.push(("q_out", out));
         }
         if let Some(norm) = call.qk_norm {
-            if call.q_out.is_none() {
-                return Err(Error::Unsupported(
-                    "QK-norm needs Q out of place (QkvCall::with_q_out): every invocation of a \
-                     head reads the whole head, so Q cannot be rewritten in place",
-                ));
-            }
-            let lengths = [norm.q_weight.len(), norm.k_weight.len()];
-            if lengths.iter().any(|&n| n as u64 != d) {
-                return Err(Error::ShapeMismatch {
-                    what: "the QK-norm weights must have head_dim values each",
-                    a: [1, 1, lengths[0] as u64, lengths[1] as u64],
-                    b: [1, 1, d, d],
-                });
-            }
-            let finite = norm.factors().iter().flatten().all(|w| w.is_finite());
-            if !(norm.eps.is_finite() && norm.eps >= 0.0 && finite) {
-                return Err(Error::InvalidParameter {
-                    what: "QK-norm eps or weight",
-                    value: f64::from(norm.eps),
-                    need: "a finite eps >= 0 and finite weights",
-                });
-            }
+            check_norm(norm, call.q_out.is_some(), d)?;
         }
         for (i, a) in named.iter().enumerate() {
             for b in &named[i + 1..] {
@@ -561,6 +566,33 @@ impl Rope {
         }
         Ok(())
     }
+}
+
+/// A QK-norm's weights and eps, for heads of `d` elements (Q must go out of place).
+fn check_norm(norm: &QkNorm, q_out: bool, d: u64) -> Result<()> {
+    if !q_out {
+        return Err(Error::Unsupported(
+            "QK-norm needs Q out of place (QkvCall::with_q_out): every invocation of a \
+             head reads the whole head, so Q cannot be rewritten in place",
+        ));
+    }
+    let lengths = [norm.q_weight.len(), norm.k_weight.len()];
+    if lengths.iter().any(|&n| n as u64 != d) {
+        return Err(Error::ShapeMismatch {
+            what: "the QK-norm weights must have head_dim values each",
+            a: [1, 1, lengths[0] as u64, lengths[1] as u64],
+            b: [1, 1, d, d],
+        });
+    }
+    let finite = norm.factors().iter().flatten().all(|w| w.is_finite());
+    if !(norm.eps.is_finite() && norm.eps >= 0.0 && finite) {
+        return Err(Error::InvalidParameter {
+            what: "QK-norm eps or weight",
+            value: f64::from(norm.eps),
+            need: "a finite eps >= 0 and finite weights",
+        });
+    }
+    Ok(())
 }
 
 /// The QK-norm factors, per lane group in the order `load_pairs` and `load_tail` read a
