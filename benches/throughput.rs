@@ -318,7 +318,7 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
                 .collect();
             (rows, HEAD_DIM)
         }
-        Case::Qkv { .. } => {
+        Case::Qkv(_) => {
             // Q rows, rotated in place.
             let layout = cases::rope_layout(cases::Tensor::Bshd, seq);
             let rows = sample(seq)
@@ -392,7 +392,7 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
     for (k, (&(_, s, _), input)) in rows.iter().zip(&inputs).enumerate() {
         let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
         match case {
-            Case::Qkv { .. } => {
+            Case::Qkv(_) => {
                 let one = Layout::bhsd([1, 1, 1, HEAD_DIM]);
                 reference::rope(
                     &cases::rope_spec(PairLayout::HalfSplit),

@@ -11,8 +11,8 @@
 use wgpu_posenc::Dims;
 use wgpu_posenc::roofline::Roofline;
 use wgpu_posenc::{
-    CacheIndex, KvCache, Layout, PairLayout, PosEnc, Positions, QkvCall, Result, RopeSpec,
-    SinusoidalSpec, TensorView,
+    CacheIndex, KvCache, Layout, PairLayout, PosEnc, Positions, QkvCall, Result, RopeCall,
+    RopeSpec, Scaling, SinusoidalSpec, TensorView,
 };
 
 /// Heads of the RoPE tensor.
@@ -55,13 +55,21 @@ pub enum Case {
     Table,
     /// The fused `x = x * scale + PE` over `[1, S, 4096]`.
     Add,
-    /// Packed QKV to Q rotated in place, K rotated and V copied into BSHD caches: in one
-    /// dispatch (`fused`), or as RoPE on Q and K then two copies of the K and V bytes
-    /// (contiguous `copy_buffer_to_buffer`, a lower bound of any copy into a cache).
-    Qkv {
-        /// One dispatch.
-        fused: bool,
-    },
+    /// Packed QKV to Q rotated in place, K rotated and V copied into BSHD caches.
+    Qkv(QkvPath),
+}
+
+/// How the QKV case does its work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QkvPath {
+    /// One dispatch (`encode_qkv`).
+    Fused,
+    /// Separate shader passes: RoPE on Q in place, RoPE on K into the K cache (out of
+    /// place), and V into the V cache by an out-of-place pass of angle zero (an exact copy).
+    Passes,
+    /// RoPE on Q and K in place, then two `copy_buffer_to_buffer` of the K and V bytes as if
+    /// contiguous: a lower bound of any unfused path.
+    CopyBound,
 }
 
 impl Case {
@@ -75,8 +83,9 @@ impl Case {
         }
         all.push(Case::Table);
         all.push(Case::Add);
-        all.push(Case::Qkv { fused: true });
-        all.push(Case::Qkv { fused: false });
+        for path in [QkvPath::Fused, QkvPath::Passes, QkvPath::CopyBound] {
+            all.push(Case::Qkv(path));
+        }
         all
     }
 
@@ -89,8 +98,9 @@ impl Case {
             Case::Rope(PairLayout::Interleaved, _) => "rope-interleaved",
             Case::Table => "sinusoidal-table",
             Case::Add => "sinusoidal-add",
-            Case::Qkv { fused: true } => "qkv-fused",
-            Case::Qkv { fused: false } => "qkv-unfused",
+            Case::Qkv(QkvPath::Fused) => "qkv-fused",
+            Case::Qkv(QkvPath::Passes) => "qkv-passes",
+            Case::Qkv(QkvPath::CopyBound) => "qkv-copybound",
         }
     }
 
@@ -99,7 +109,7 @@ impl Case {
         match self {
             Case::Identity | Case::Copy => "flat",
             Case::Rope(_, Tensor::Bhsd) => "bhsd",
-            Case::Rope(_, Tensor::Bshd) | Case::Qkv { .. } => "bshd",
+            Case::Rope(_, Tensor::Bshd) | Case::Qkv(_) => "bshd",
             Case::Table => "rows",
             Case::Add => "bsd",
         }
@@ -164,29 +174,51 @@ impl Case {
                     ADD_SCALE,
                 )
                 .map(drop),
-            Case::Qkv { fused } => record_qkv(ctx, encoder, buffers, fused),
+            Case::Qkv(path) => record_qkv(ctx, encoder, buffers, path),
         }
     }
 }
 
-/// The fused QKV case, or its unfused lower bound.
+/// The QKV case by `path`.
 fn record_qkv(
     ctx: &PosEnc,
     encoder: &mut wgpu::CommandEncoder,
     buffers: &Buffers,
-    fused: bool,
+    path: QkvPath,
 ) -> Result<()> {
     let seq = buffers.seq;
     let qkv = rope_layout(Tensor::Bshd, seq);
     let spec = rope_spec(PairLayout::HalfSplit);
     let [k_cache, v_cache] = &buffers.kv;
-    if fused {
-        let cache = Layout::bshd(Dims {
-            batch: 1,
-            heads: QKV_KV_HEADS,
-            seq,
-            head_dim: HEAD_DIM,
+    let cache = Layout::bshd(Dims {
+        batch: 1,
+        heads: QKV_KV_HEADS,
+        seq,
+        head_dim: HEAD_DIM,
+    });
+    let part = |first: u64, heads: u64| {
+        let mut l = qkv;
+        l.offset = first * HEAD_DIM;
+        l.shape[1] = heads;
+        TensorView::new(&buffers.x, l)
+    };
+    let (q, k) = (part(0, QKV_Q_HEADS), part(QKV_Q_HEADS, QKV_KV_HEADS));
+    if path == QkvPath::Passes {
+        let v = part(QKV_Q_HEADS + QKV_KV_HEADS, QKV_KV_HEADS);
+        ctx.encode_rope(encoder, &spec, &q, Positions::Start(0))?;
+        let k_call =
+            RopeCall::new(k, Positions::Start(0)).with_output(TensorView::new(k_cache, cache));
+        ctx.encode_rope_call(encoder, &spec, &k_call)?;
+        // No pair rotates (every frequency is zero): the pass copies V.
+        let copy = RopeSpec::new().scaling(Scaling::Proportional {
+            partial_rotary_factor: 1e-3,
+            factor: 1.0,
         });
+        let v_call =
+            RopeCall::new(v, Positions::Start(0)).with_output(TensorView::new(v_cache, cache));
+        return ctx.encode_rope_call(encoder, &copy, &v_call).map(drop);
+    }
+    if path == QkvPath::Fused {
         let kv = KvCache {
             k: TensorView::new(k_cache, cache),
             v: TensorView::new(v_cache, cache),
@@ -201,13 +233,6 @@ fn record_qkv(
         );
         return ctx.encode_qkv(encoder, &spec, &call).map(drop);
     }
-    let part = |first: u64, heads: u64| {
-        let mut l = qkv;
-        l.offset = first * HEAD_DIM;
-        l.shape[1] = heads;
-        TensorView::new(&buffers.x, l)
-    };
-    let (q, k) = (part(0, QKV_Q_HEADS), part(QKV_Q_HEADS, QKV_KV_HEADS));
     ctx.encode_rope_qk(encoder, &spec, &q, &k, Positions::Start(0))?;
     let bytes = kv_bytes(seq);
     encoder.copy_buffer_to_buffer(&buffers.x, 0, k_cache, 0, bytes);
