@@ -51,7 +51,7 @@ pub use context::PosEnc;
 pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Yarn};
 #[cfg(feature = "hf-config")]
-pub use hf::{HfRope, LayerRope};
+pub use hf::{HfQkNorm, HfRope, LayerRope};
 #[cfg(feature = "capture")]
 pub use kernels::capture;
 pub use kernels::fused::{CacheIndex, KvCache, QkvCall};

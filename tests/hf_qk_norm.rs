@@ -69,14 +69,23 @@ fn fused_qk_norm_and_rope_match_hf() {
         let positions: Vec<u32> = flat(&case["positions"]).iter().map(|&p| p as u32).collect();
         let s = positions.len() as u64;
         let f32s = |v: &Value| flat(v).iter().map(|&x| x as f32).collect::<Vec<f32>>();
+        // The norm's kind and eps as read from the config, against HF's module and eps.
+        let config_norm = rope.qk_norm.expect("the family normalizes Q and K");
+        let hf_weight = match case["weight"].as_str() {
+            Some("Scale") => NormWeight::Scale,
+            _ => NormWeight::OnePlus,
+        };
+        assert_eq!(config_norm.weight, hf_weight, "{name}");
+        assert_eq!(
+            config_norm.eps,
+            case["eps"].as_f64().unwrap() as f32,
+            "{name}"
+        );
         let norm = QkNorm {
             q_weight: f32s(&case["q_weight"]),
             k_weight: f32s(&case["k_weight"]),
-            eps: case["eps"].as_f64().unwrap() as f32,
-            weight: match case["weight"].as_str() {
-                Some("Scale") => NormWeight::Scale,
-                _ => NormWeight::OnePlus,
-            },
+            eps: config_norm.eps,
+            weight: config_norm.weight,
         };
         // Packed [1, S, hq + 2 hkv, d]: Q heads, K heads, and V (K's values again).
         let (q, k) = (f32s(&case["q"]), f32s(&case["k"]));
@@ -185,5 +194,27 @@ fn fused_qk_norm_and_rope_match_hf() {
         let er = worst(&q_ref, &want_q);
         eprintln!("{name}: reference vs HF, Q {er:.2e}");
         assert!(er < 1e-9, "{name}: reference {er:e}");
+    }
+}
+
+#[test]
+fn the_qk_norm_of_each_family_is_read_from_its_config() {
+    let norm = |path: &str| HfRope::from_config(&data(path)).expect(path).qk_norm;
+    let scale = Some(wgpu_posenc::HfQkNorm {
+        weight: NormWeight::Scale,
+        eps: 1e-6,
+    });
+    assert_eq!(norm("configs/qwen3-8b.json"), scale);
+    assert_eq!(norm("configs/qwen3-vl-8b-instruct.json"), scale);
+    assert_eq!(
+        norm("configs/gemma-3-1b-it.json").map(|n| n.weight),
+        Some(NormWeight::OnePlus)
+    );
+    for none in [
+        "configs/llama-3.1-8b.json",
+        "configs/mistral-7b-v0.1.json",
+        "configs/gemma4-text-defaults.json",
+    ] {
+        assert_eq!(norm(none), None, "{none}");
     }
 }

@@ -107,6 +107,8 @@ pub(super) struct TextConfig {
     pub global_head_dim: Option<Whole>,
     pub layer_types: Option<Vec<LayerKind>>,
     pub sliding_window_pattern: Option<Whole>,
+    /// The epsilon of the model's RMS norms (Qwen3 and Gemma 3 QK-norm).
+    pub rms_norm_eps: Option<f64>,
 }
 
 /// One rope parameter dict (`rope_scaling`, `rope_parameters`, or one layer type's).

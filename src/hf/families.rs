@@ -244,6 +244,7 @@ impl Reader<'_> {
             model_type,
             layer_types: vec![("rope".into(), Some(rope)), ("no_rope".into(), None)],
             layers,
+            qk_norm: None,
         })
     }
 
@@ -293,6 +294,7 @@ impl Reader<'_> {
                 ("full_attention".into(), ropes.next()),
             ],
             layers,
+            qk_norm: None,
         })
     }
 
@@ -343,6 +345,7 @@ impl Reader<'_> {
             model_type,
             layer_types,
             layers,
+            qk_norm: None,
         })
     }
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::frequencies::{FrequencyError, Scaling};
-use crate::spec::{PairLayout, RopeSpec};
+use crate::spec::{NormWeight, PairLayout, RopeSpec};
 use config::{TextConfig, TopConfig, kind, parse};
 use reader::Reader;
 
@@ -53,6 +53,20 @@ pub struct HfRope {
     pub layer_types: Vec<(String, Option<LayerRope>)>,
     /// For each layer `i`, the index of its type in `layer_types`.
     pub layers: Vec<usize>,
+    /// The per-head RMS norm the family's attention applies to Q and K before the rotation
+    /// (Qwen3: `Qwen3RMSNorm`, Gemma 3: `Gemma3RMSNorm`), with the config's `rms_norm_eps`;
+    /// its weights are the checkpoint's `q_norm.weight` and `k_norm.weight` (give them as
+    /// [`crate::QkNorm`]). `None` for families without one.
+    pub qk_norm: Option<HfQkNorm>,
+}
+
+/// How a family normalizes Q and K per head (see [`HfRope::qk_norm`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HfQkNorm {
+    /// `x * w` or `x * (1 + w)`.
+    pub weight: NormWeight,
+    /// Added to the mean square.
+    pub eps: f32,
 }
 
 impl HfRope {
@@ -77,11 +91,27 @@ impl HfRope {
         };
         let family = text_type.strip_suffix("_text").unwrap_or(&text_type);
         let read = Reader { text: &text };
+        let qk_norm = match family {
+            // Qwen3RMSNorm, Qwen3MoeRMSNorm, Qwen3VLTextRMSNorm: `w * x / rms`.
+            "qwen3" | "qwen3_moe" | "qwen3_vl" | "qwen3_vl_moe" => Some(NormWeight::Scale),
+            // Gemma3RMSNorm: `x / rms * (1 + w)`. (Gemma 4 also normalizes V, which the
+            // fused call does not: not reported.)
+            "gemma3" => Some(NormWeight::OnePlus),
+            _ => None,
+        }
+        .map(|weight| HfQkNorm {
+            weight,
+            eps: text.rms_norm_eps.unwrap_or(1e-6) as f32,
+        });
+        let with_norm = |mut rope: HfRope| {
+            rope.qk_norm = qk_norm;
+            Ok(rope)
+        };
         let rope = match family {
             "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe" => {
                 read.llama_like(10_000.0, PairLayout::HalfSplit)?
             }
-            "llama4" => return read.llama4(text_type),
+            "llama4" => return with_norm(read.llama4(text_type)?),
             "qwen2_vl" | "qwen2_5_vl" => read.qwen_vl(1e6, [16, 24, 24], false, None)?,
             "qwen3_vl" | "qwen3_vl_moe" => {
                 read.qwen_vl(500_000.0, [24, 20, 20], true, Some(128))?
@@ -91,8 +121,8 @@ impl HfRope {
             "gptj" => read.gptj()?,
             "deepseek_v2" => read.deepseek(false)?,
             "deepseek_v3" => read.deepseek(true)?,
-            "gemma3" => return read.gemma3(text_type),
-            "gemma4" => return read.gemma4(text_type),
+            "gemma3" => return with_norm(read.gemma3(text_type)?),
+            "gemma4" => return with_norm(read.gemma4(text_type)?),
             "gpt_oss" => read.gpt_oss()?,
             _ => {
                 return Err(FrequencyError::UnsupportedModelType {
@@ -106,6 +136,7 @@ impl HfRope {
             model_type: text_type,
             layer_types: vec![("full_attention".into(), Some(rope))],
             layers: vec![0; layers as usize],
+            qk_norm,
         })
     }
 
