@@ -318,6 +318,11 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
                 .collect();
             (rows, HEAD_DIM)
         }
+        Case::Qkv(cases::QkvPath::FusedNorm) => {
+            // Q goes to its own buffer, normalized: its correctness is tests/fused.rs's.
+            cases::submit_and_wait(ctx, |e| case.record(ctx, e, buffers))?;
+            return Ok(None);
+        }
         Case::Qkv(_) => {
             // Q rows, rotated in place.
             let layout = cases::rope_layout(cases::Tensor::Bshd, seq);

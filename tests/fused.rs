@@ -352,6 +352,17 @@ fn cases() -> Vec<Case> {
             )
         },
         Case {
+            q_out: true,
+            norm: Some(norm(24, NormWeight::OnePlus)),
+            cache_dtype: Dtype::BF16,
+            ..Case::new(
+                // Three lane groups a token (vec4, one group per invocation).
+                "QK-norm, head_dim 24, vec4, three lane groups a token",
+                [2, 7, 3, 1, 24],
+                Positions::BatchStarts(vec![4, 10]),
+            )
+        },
+        Case {
             spec: RopeSpec::new()
                 .rotary_dim(16)
                 .pair_layout(PairLayout::Interleaved),

@@ -11,8 +11,8 @@
 use wgpu_posenc::Dims;
 use wgpu_posenc::roofline::Roofline;
 use wgpu_posenc::{
-    CacheIndex, KvCache, Layout, PairLayout, PosEnc, Positions, QkvCall, Result, RopeCall,
-    RopeSpec, Scaling, SinusoidalSpec, TensorView,
+    CacheIndex, KvCache, Layout, NormWeight, PairLayout, PosEnc, Positions, QkNorm, QkvCall,
+    Result, RopeCall, RopeSpec, Scaling, SinusoidalSpec, TensorView,
 };
 
 /// Heads of the RoPE tensor.
@@ -64,6 +64,8 @@ pub enum Case {
 pub enum QkvPath {
     /// One dispatch (`encode_qkv`).
     Fused,
+    /// One dispatch with Qwen3's QK-norm, Q into its own tensor (the same bytes moved).
+    FusedNorm,
     /// Separate shader passes: RoPE on Q in place, RoPE on K into the K cache (out of
     /// place), and V into the V cache by an out-of-place pass of angle zero (an exact copy).
     Passes,
@@ -83,7 +85,12 @@ impl Case {
         }
         all.push(Case::Table);
         all.push(Case::Add);
-        for path in [QkvPath::Fused, QkvPath::Passes, QkvPath::CopyBound] {
+        for path in [
+            QkvPath::Fused,
+            QkvPath::FusedNorm,
+            QkvPath::Passes,
+            QkvPath::CopyBound,
+        ] {
             all.push(Case::Qkv(path));
         }
         all
@@ -99,6 +106,7 @@ impl Case {
             Case::Table => "sinusoidal-table",
             Case::Add => "sinusoidal-add",
             Case::Qkv(QkvPath::Fused) => "qkv-fused",
+            Case::Qkv(QkvPath::FusedNorm) => "qkv-fused-norm",
             Case::Qkv(QkvPath::Passes) => "qkv-passes",
             Case::Qkv(QkvPath::CopyBound) => "qkv-copybound",
         }
@@ -218,7 +226,7 @@ fn record_qkv(
             RopeCall::new(v, Positions::Start(0)).with_output(TensorView::new(v_cache, cache));
         return ctx.encode_rope_call(encoder, &copy, &v_call).map(drop);
     }
-    if path == QkvPath::Fused {
+    if path == QkvPath::Fused || path == QkvPath::FusedNorm {
         let kv = KvCache {
             k: TensorView::new(k_cache, cache),
             v: TensorView::new(v_cache, cache),
@@ -231,6 +239,25 @@ fn record_qkv(
             Positions::Start(0),
             kv,
         );
+        if path == QkvPath::FusedNorm {
+            let norm = QkNorm {
+                q_weight: vec![1.0; HEAD_DIM as usize],
+                k_weight: vec![1.0; HEAD_DIM as usize],
+                eps: 1e-6,
+                weight: NormWeight::Scale,
+            };
+            let q_out = TensorView::new(
+                &buffers.q_out,
+                Layout::bshd(Dims {
+                    batch: 1,
+                    heads: QKV_Q_HEADS,
+                    seq,
+                    head_dim: HEAD_DIM,
+                }),
+            );
+            let call = call.with_q_out(q_out).with_qk_norm(&norm);
+            return ctx.encode_qkv(encoder, &spec, &call).map(drop);
+        }
         return ctx.encode_qkv(encoder, &spec, &call).map(drop);
     }
     ctx.encode_rope_qk(encoder, &spec, &q, &k, Positions::Start(0))?;
@@ -295,6 +322,8 @@ pub struct Buffers {
     pub roofline: Roofline,
     /// The K and V caches of the QKV case, `[1, S, 4, 128]` f32.
     pub kv: [wgpu::Buffer; 2],
+    /// Q out of the QKV case with QK-norm, `[1, S, 24, 128]` f32.
+    pub q_out: wgpu::Buffer,
 }
 
 impl Buffers {
@@ -320,6 +349,12 @@ impl Buffers {
             ),
             copy_dst: copy.then(|| buffer("throughput copy", wgpu::BufferUsages::COPY_DST)),
             roofline: Roofline::new(ctx),
+            q_out: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("throughput Q out"),
+                size: seq * QKV_Q_HEADS * HEAD_DIM * 4,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            }),
             kv: ["throughput K cache", "throughput V cache"].map(|label| {
                 device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some(label),
