@@ -23,10 +23,13 @@ pub(crate) enum Access {
     ReadWrite,
 }
 
-/// The bind group layout of every pair-pass variant, binding by binding (what each holds:
-/// [`binding_name`]); the shaders declare the same (checked against naga's reading of every
-/// variant by the tests below).
-pub(crate) const LAYOUT: [(u32, Access); 9] = [
+/// The bind group layouts, binding by binding (what each holds: [`binding_name`]); the
+/// shaders declare the same (checked against naga's reading of every variant by the tests
+/// below). Every kernel binds the parameters, the tensors (1, 5), the frequencies, the ids
+/// and the varlen offsets (or slots) and the flag (8); the pair passes add the cos/sin cache
+/// (6, 7), the fused QKV kernel the K and V caches (9, 10): eight storage buffers each,
+/// WebGPU's default.
+const ALL: [(u32, Access); 11] = [
     (0, Access::Uniform),
     (1, Access::ReadWrite),
     (2, Access::ReadOnly),
@@ -36,34 +39,22 @@ pub(crate) const LAYOUT: [(u32, Access); 9] = [
     (6, Access::ReadOnly),
     (7, Access::ReadOnly),
     (8, Access::ReadWrite),
-];
-
-/// The bind group layout of the fused QKV kernel: the pair pass's without the cos/sin
-/// cache (6, 7), with the K and V caches (9, 10): eight storage buffers, WebGPU's default.
-pub(crate) const FUSED_LAYOUT: [(u32, Access); 9] = [
-    (0, Access::Uniform),
-    (1, Access::ReadWrite),
-    (2, Access::ReadOnly),
-    (3, Access::ReadOnly),
-    (4, Access::ReadOnly),
-    (5, Access::ReadWrite),
-    (8, Access::ReadWrite),
     (9, Access::ReadWrite),
     (10, Access::ReadWrite),
 ];
 
 /// The layout of `kernel`'s variants.
-pub(crate) fn layout_of(kernel: Kernel) -> &'static [(u32, Access)] {
-    match kernel {
-        Kernel::Rope | Kernel::Sinusoidal => &LAYOUT,
-        Kernel::Fused => &FUSED_LAYOUT,
-    }
+pub(crate) fn layout_of(kernel: Kernel) -> Vec<(u32, Access)> {
+    let skip: [u32; 2] = match kernel {
+        Kernel::Rope | Kernel::Sinusoidal => [9, 10],
+        Kernel::Fused => [6, 7],
+    };
+    ALL.into_iter().filter(|(b, _)| !skip.contains(b)).collect()
 }
 
-/// The access of `binding` in [`LAYOUT`].
+/// The access of `binding`.
 pub(crate) fn access(binding: u32) -> Access {
-    LAYOUT
-        .iter()
+    ALL.iter()
         .find(|(b, _)| *b == binding)
         .map_or(Access::ReadOnly, |(_, a)| *a)
 }
@@ -248,7 +239,7 @@ mod tests {
             }
         }
         for kernel in [Kernel::Rope, Kernel::Fused] {
-            for &(binding, _) in layout_of(kernel) {
+            for (binding, _) in layout_of(kernel) {
                 assert!(
                     used.contains(&(kernel, binding)),
                     "{kernel:?}: {binding} unused"

@@ -56,7 +56,7 @@ impl Passes {
     pub(crate) fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self> {
         let limits = device.limits();
         check_limits(&limits)?;
-        let layouts = |layout| {
+        let layouts = |layout: &[(u32, super::bind::Access)]| {
             let group = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some("wgpu-posenc"),
                 entries: &super::bind::layout_entries(layout),
@@ -68,9 +68,9 @@ impl Passes {
             });
             (group, pipeline)
         };
-        let (bind_group_layout, pipeline_layout) = layouts(super::bind::layout_of(Kernel::Rope));
+        let (bind_group_layout, pipeline_layout) = layouts(&super::bind::layout_of(Kernel::Rope));
         let (fused_bind_group_layout, fused_pipeline_layout) =
-            layouts(super::bind::layout_of(Kernel::Fused));
+            layouts(&super::bind::layout_of(Kernel::Fused));
         let dummy = |label| {
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
