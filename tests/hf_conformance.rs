@@ -292,11 +292,8 @@ fn a_cos_sin_cache_built_by_hf_is_used_as_given() {
             ctx.encode_rope_call(encoder, &spec, &call)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
         });
-        let worst = out
-            .iter()
-            .zip(&output)
-            .map(|(&g, &w)| (f64::from(g) - w).abs())
-            .fold(0.0, f64::max);
+        // A NaN counts as infinitely wrong (f64::max would skip it).
+        let worst = common::max_error(&out, &output);
         eprintln!("{name}: HF cache, max |error| {worst:.2e}");
         assert!(worst <= GPU_TOL, "{name}: {worst:e}");
     }

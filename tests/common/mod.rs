@@ -85,12 +85,14 @@ pub fn read_back(buffer: &wgpu::Buffer, encoder: wgpu::CommandEncoder) -> Vec<f3
 
 /// A u32 STORAGE buffer.
 pub fn u32_buffer(data: &[u32]) -> wgpu::Buffer {
+    // A binding needs at least one word.
+    let data = if data.is_empty() { &[0][..] } else { data };
     ctx()
         .device()
         .create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("test ids"),
             contents: bytemuck::cast_slice(data),
-            usage: wgpu::BufferUsages::STORAGE,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         })
 }
 
