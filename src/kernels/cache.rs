@@ -79,10 +79,23 @@ pub(crate) type Slot = Option<(wgpu::Buffer, (u64, u64))>;
 /// windows and the parameter bytes.
 #[derive(Debug, PartialEq)]
 pub(crate) struct BindKey {
+    /// Whose layout: the pair passes' (Rope, Sinusoidal) or the fused kernel's.
+    pub kernel: super::Kernel,
     pub freq: wgpu::Buffer,
-    /// Per block: bindings 1, 3, 4, 5, 6, 7, 8.
+    /// Per block: bindings 1, 3, 4, 5, 6, 7, 8 of the pair passes, 1, 3, 4, 5, 8, 9, 10 of
+    /// the fused kernel ([`BindKey::bindings`]).
     pub slots: Vec<[Slot; 7]>,
     pub params: Vec<u8>,
+}
+
+impl BindKey {
+    /// The storage bindings of `slots`, in order.
+    pub(crate) fn bindings(&self) -> [u32; 7] {
+        match self.kernel {
+            super::Kernel::Fused => [1, 3, 4, 5, 8, 9, 10],
+            super::Kernel::Rope | super::Kernel::Sinusoidal => [1, 3, 4, 5, 6, 7, 8],
+        }
+    }
 }
 
 /// The bind groups (and through them the uniform buffers) of the most recent small passes,

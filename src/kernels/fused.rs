@@ -1,7 +1,7 @@
 //! Host side of `shaders/fused.wgsl`: from the packed projection output, Q rotated and K
 //! rotated and V copied into a KV cache, in one dispatch.
 
-use super::bind::{self, Access, Entry, Rules};
+use super::cache::{BindKey, Slot};
 use super::pass::{EncodeReport, PassPositions, Words, fold_grid};
 use super::plan::Params;
 use super::rope::{Rope, byte_end, check_disjoint, resolve_positions, width_for, words};
@@ -97,8 +97,10 @@ struct Block<'a> {
     spec: Specialization,
     /// Parameters every block has alike.
     params: Params,
-    /// Entries every block binds alike: frequencies, caches, flag.
-    shared: Vec<Entry>,
+    /// The frequency (and norm factor) buffer.
+    freq: wgpu::Buffer,
+    /// What every block binds alike: the flag (binding 8) and the K and V caches (9, 10).
+    shared: [Slot; 3],
     /// The caches' element index of their first element in their windows.
     bases: [u64; 2],
     positions: PassPositions<'a>,
@@ -106,14 +108,14 @@ struct Block<'a> {
 }
 
 impl Block<'_> {
-    /// Records the dispatch of block `[b0, nb, s0, ns]`; returns its workgroups.
-    fn encode(
+    /// The parameters, storage bindings (1, 3, 4, 5, 8, 9, 10) and grid of block
+    /// `[b0, nb, s0, ns]`.
+    fn unit(
         &self,
         rope: &Rope,
-        encoder: &mut wgpu::CommandEncoder,
         call: &QkvCall<'_>,
         [b0, nb, s0, ns]: [u64; 4],
-    ) -> Result<u64> {
+    ) -> Result<(Params, [Slot; 7], [u32; 2], u64)> {
         let seq = call.qkv.layout.shape[2];
         let mut params = self.params;
         let total = nb * ns * u64::from(params.groups);
@@ -123,53 +125,47 @@ impl Block<'_> {
         let b_shift = b0 * u64::from(params.cache_stride_b);
         params.k_base = (self.bases[0] + b_shift) as u32;
         params.v_base = (self.bases[1] + b_shift) as u32;
-        let mut entries = self.shared.clone();
         // This block's rows of the input (binding 1) and of Q out (binding 5): their windows,
         // and the element index of their first element and strides there.
-        let mut bind_view = |view: &TensorView<'_>, binding, what| -> Result<[u32; 4]> {
+        let bind_view = |view: &TensorView<'_>, what| -> Result<(Slot, [u32; 4])> {
             let view = sub_view(view, [b0, nb, s0, ns]);
             let (w, base) = rope.tensor_window(&view, what)?;
-            entries.push(rope.entry(binding, view.buffer, w, Access::ReadWrite));
-            Ok(fields(base, &view.layout))
+            Ok((Some((view.buffer.clone(), w)), fields(base, &view.layout)))
         };
+        let (x, f) = bind_view(&call.qkv, "the packed QKV tensor")?;
         [
             params.base,
             params.stride_b,
             params.stride_h,
             params.stride_s,
-        ] = bind_view(&call.qkv, 1, "the packed QKV tensor")?;
-        if let Some(out) = &call.q_out {
-            [
-                params.base2,
-                params.stride2_b,
-                params.stride2_h,
-                params.stride2_s,
-            ] = bind_view(out, 5, "q_out")?;
-        } else {
-            entries.push(rope.dummy_entry(5, &rope.ctx.dummy_rw, Access::ReadWrite));
-        }
-        self.position_entries(rope, &mut params, &mut entries, [b0, nb, s0, ns], seq);
-        let uniform = rope.ctx.buffer_init(
-            "wgpu-posenc fused parameters",
-            bytemuck::bytes_of(&params),
-            wgpu::BufferUsages::UNIFORM,
-        )?;
-        entries.push(rope.entry(0, &uniform, (0, uniform.size()), Access::Uniform));
-        entries.sort_by_key(|e| e.binding);
-        rope.dispatch(encoder, self.spec, &entries, grid)?;
-        Ok(workgroups)
+        ] = f;
+        let out = match &call.q_out {
+            Some(out) => {
+                let (slot, f) = bind_view(out, "q_out")?;
+                [
+                    params.base2,
+                    params.stride2_b,
+                    params.stride2_h,
+                    params.stride2_s,
+                ] = f;
+                slot
+            }
+            None => None,
+        };
+        let [ids, aux] = self.position_slots(rope, &mut params, [b0, nb, s0, ns], seq);
+        let [flag, k, v] = self.shared.clone();
+        Ok((params, [x, ids, aux, out, flag, k, v], grid, workgroups))
     }
 
     /// The ids, starts or cu_seqlens, and the varlen offsets or the slot mapping, bound from
     /// block `[b0, nb, s0, ns]`'s first one (of a call of `seq` tokens per batch row).
-    fn position_entries(
+    fn position_slots(
         &self,
         rope: &Rope,
         params: &mut Params,
-        entries: &mut Vec<Entry>,
         [b0, nb, s0, ns]: [u64; 4],
         seq: u64,
-    ) {
+    ) -> [Slot; 2] {
         let token = b0 * seq + s0;
         let rows = (nb - 1) * seq + ns;
         let (ids, aux) = match self.positions {
@@ -194,20 +190,15 @@ impl Block<'_> {
             }
         };
         let aux = aux.or(self.slots.map(|s| (s, token, rows)));
-        for (binding, array, at) in [
-            (3, ids, &mut params.ids_base),
-            (4, aux, &mut params.aux_base),
-        ] {
-            match array {
-                Some((w, first, count)) => {
-                    let start = (w.first + first) * 4;
-                    let win = rope.ctx.window(w.buffer, start, count * 4);
-                    *at = ((start - win.0) / 4) as u32;
-                    entries.push(rope.entry(binding, w.buffer, win, Access::ReadOnly));
-                }
-                None => entries.push(rope.dummy_entry(binding, &rope.ctx.dummy, Access::ReadOnly)),
-            }
-        }
+        let slot = |array: Option<(Words<'_>, u64, u64)>, base: &mut u32| -> Slot {
+            let (w, first, count) = array?;
+            let start = (w.first + first) * 4;
+            let win = rope.ctx.window(w.buffer, start, count * 4);
+            *base = ((start - win.0) / 4) as u32;
+            Some((w.buffer.clone(), win))
+        };
+        let ids = slot(ids, &mut params.ids_base);
+        [ids, slot(aux, &mut params.aux_base)]
     }
 }
 
@@ -245,14 +236,45 @@ impl Rope {
             return Ok(EncodeReport::default());
         }
         let block = self.block(call, &views)?;
-        let mut report = EncodeReport::default();
-        for [b0, nb, s0, ns] in self.qkv_blocks(call)? {
-            let workgroups = block.encode(self, encoder, call, [b0, nb, s0, ns])?;
-            report.dispatches += 1;
-            report.blocks += 1;
-            report.max_workgroups = report.max_workgroups.max(workgroups);
+        let units = self
+            .qkv_blocks(call)?
+            .into_iter()
+            .map(|blk| block.unit(self, call, blk))
+            .collect::<Result<Vec<_>>>()?;
+        // Through the pair passes' bind group cache: a repeated call (a decode step whose
+        // positions are in a buffer) allocates nothing.
+        let key = BindKey {
+            kernel: Kernel::Fused,
+            freq: block.freq.clone(),
+            slots: units.iter().map(|u| u.1.clone()).collect(),
+            params: self.ctx.params_bytes(units.iter().map(|u| &u.0)),
+        };
+        let groups = self.ctx.bind_groups_for(key, units.len())?;
+        let pipeline = self.ctx.pipeline(block.spec)?;
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("wgpu-posenc fused qkv"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&pipeline);
+        for (group, (_, _, grid, _)) in groups.iter().zip(&units) {
+            pass.set_bind_group(0, &group.group, &[]);
+            pass.dispatch_workgroups(grid[0], grid[1], 1);
         }
-        Ok(report)
+        drop(pass);
+        #[cfg(feature = "capture")]
+        if let Some(capture) = &self.ctx.capture {
+            let recorded = groups
+                .iter()
+                .zip(&units)
+                .map(|(g, u)| (block.spec, g.entries.clone(), [u.2[0], u.2[1], 1]))
+                .collect();
+            capture.record_pass(recorded);
+        }
+        Ok(EncodeReport {
+            dispatches: units.len() as u32,
+            blocks: units.len() as u32,
+            max_workgroups: units.iter().map(|u| u.3).max().unwrap_or(0),
+        })
     }
 
     /// What every block of a checked call shares: the variant, the parameters, the
@@ -265,14 +287,20 @@ impl Rope {
         let angles = self.angles_at(seq_len)?;
         let (width, span) = self.fused_width(call, views);
         let lanes = width.pairs();
-        let mut freq_words =
-            crate::angle::pack_frequencies(&angles.inv_freq, &self.axes, lanes as usize);
-        let norm_base = (freq_words.len() as u64 / lanes) as u32;
-        if let Some(norm) = call.qk_norm {
-            let (r, d) = (self.rotary_dim, self.head_dim);
-            freq_words.extend(norm_words(norm, self.spec.pair_layout, r, d, lanes));
-        }
-        let freq = self.ctx.frequency_buffer(freq_words)?;
+        // The frequency words (3 per pair), then with QK-norm the norm factors.
+        let norm_base = (3 * self.rotary_dim / 2 / lanes) as u32;
+        let freq = match call.qk_norm {
+            None => self
+                .ctx
+                .packed_frequencies(&angles.inv_freq, &self.axes, lanes as usize)?,
+            Some(norm) => {
+                let mut words =
+                    crate::angle::pack_frequencies(&angles.inv_freq, &self.axes, lanes as usize);
+                let (r, d) = (self.rotary_dim, self.head_dim);
+                words.extend(norm_words(norm, self.spec.pair_layout, r, d, lanes));
+                self.ctx.frequency_buffer(words)?
+            }
+        };
         let spec = Specialization {
             op: Op::Fused {
                 cache: views.k_cache.dtype,
@@ -303,23 +331,26 @@ impl Rope {
             norm_eps: call.qk_norm.map_or(0.0, |n| n.eps),
             ..Params::default()
         };
-        let mut shared = vec![self.entry(2, &freq, (0, freq.size()), Access::ReadOnly)];
         let (k, k_base) = self.tensor_window(views.k_cache, "the K cache")?;
         let (v, v_base) = self.tensor_window(views.v_cache, "the V cache")?;
-        shared.push(self.entry(9, views.k_cache.buffer, k, Access::ReadWrite));
-        shared.push(self.entry(10, views.v_cache.buffer, v, Access::ReadWrite));
-        match call.cache.overflow_flag {
+        let flag = match call.cache.overflow_flag {
             Some(f) => {
                 let f = words(f, 1, "KV cache overflow flag")?;
                 let w = self.ctx.window(f.buffer, f.first * 4, 4);
                 params.flag_base = ((f.first * 4 - w.0) / 4) as u32;
-                shared.push(self.entry(8, f.buffer, w, Access::ReadWrite));
+                Some((f.buffer.clone(), w))
             }
-            None => shared.push(self.dummy_entry(8, &self.ctx.dummy_flag, Access::ReadWrite)),
-        }
+            None => None,
+        };
+        let shared = [
+            flag,
+            Some((views.k_cache.buffer.clone(), k)),
+            Some((views.v_cache.buffer.clone(), v)),
+        ];
         Ok(Block {
             spec,
             params,
+            freq,
             shared,
             bases: [k_base, v_base],
             positions,
@@ -520,51 +551,6 @@ impl Rope {
             });
         }
         Ok((w, (start - w.0) / elem))
-    }
-
-    fn entry(&self, binding: u32, buffer: &wgpu::Buffer, w: (u64, u64), access: Access) -> Entry {
-        Entry {
-            binding,
-            buffer: buffer.clone(),
-            offset: w.0,
-            size: w.1,
-            access,
-        }
-    }
-
-    fn dummy_entry(&self, binding: u32, dummy: &wgpu::Buffer, access: Access) -> Entry {
-        self.entry(binding, dummy, (0, dummy.size()), access)
-    }
-
-    /// Checks and binds `entries`, and records the dispatch.
-    fn dispatch(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        spec: Specialization,
-        entries: &[Entry],
-        grid: [u32; 2],
-    ) -> Result<()> {
-        let ctx = &self.ctx;
-        let rules = Rules {
-            storage_align: ctx.storage_align,
-            uniform_align: ctx.uniform_align,
-            max_storage_binding: ctx.max_binding,
-        };
-        let pipeline = ctx.pipeline(spec)?;
-        let group = bind::create(&ctx.device, &ctx.fused_bind_group_layout, &rules, entries)?;
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("wgpu-posenc fused qkv"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&pipeline);
-        pass.set_bind_group(0, &group, &[]);
-        pass.dispatch_workgroups(grid[0], grid[1], 1);
-        drop(pass);
-        #[cfg(feature = "capture")]
-        if let Some(capture) = &ctx.capture {
-            capture.record_pass(vec![(spec, entries.to_vec(), [grid[0], grid[1], 1])]);
-        }
-        Ok(())
     }
 }
 

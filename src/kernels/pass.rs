@@ -412,12 +412,7 @@ impl Passes {
         freq: wgpu::Buffer,
         blocks: usize,
     ) -> Result<Arc<[BoundGroup]>> {
-        let param_stride = (size_of::<Params>() as u64).next_multiple_of(self.uniform_align);
-        let mut uniform = vec![0u8; param_stride as usize * dispatches.len()];
-        for (k, d) in dispatches.iter().enumerate() {
-            let at = k * param_stride as usize;
-            uniform[at..at + size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(&d.params));
-        }
+        let uniform = self.params_bytes(dispatches.iter().map(|d| &d.params));
         // Storage bindings 1, 3, 4, 5, 6, 7, 8 of each dispatch (the frequencies, binding 2,
         // are the same for all): a buffer window, or None for a dummy.
         let own = |(b, w): (&wgpu::Buffer, (u64, u64))| Some((b.clone(), w));
@@ -444,10 +439,35 @@ impl Passes {
             })
             .collect();
         let key = BindKey {
+            kernel: dispatches[0].spec.kernel(),
             freq,
             slots,
             params: uniform,
         };
+        self.bind_groups_for(key, blocks)
+    }
+
+    /// The parameters of each dispatch, one uniform-aligned slot apart.
+    pub(crate) fn params_bytes<'p>(
+        &self,
+        params: impl ExactSizeIterator<Item = &'p Params>,
+    ) -> Vec<u8> {
+        let stride = self.param_stride() as usize;
+        let mut bytes = vec![0u8; stride * params.len()];
+        for (k, p) in params.enumerate() {
+            bytes[k * stride..k * stride + size_of::<Params>()]
+                .copy_from_slice(bytemuck::bytes_of(p));
+        }
+        bytes
+    }
+
+    fn param_stride(&self) -> u64 {
+        (size_of::<Params>() as u64).next_multiple_of(self.uniform_align)
+    }
+
+    /// The bind groups of `key` (a pass of `blocks` blocks): from the cache when a recent
+    /// pass had the same, else made (and cached when small).
+    pub(crate) fn bind_groups_for(&self, key: BindKey, blocks: usize) -> Result<Arc<[BoundGroup]>> {
         let cacheable = blocks <= BindCache::MAX_BLOCKS
             && key
                 .slots
@@ -458,7 +478,7 @@ impl Passes {
         if cacheable && let Some(hit) = self.bind_cache().get(&key) {
             return Ok(hit);
         }
-        let bind_groups = self.bind_groups(&key, param_stride)?;
+        let bind_groups = self.bind_groups(&key)?;
         if cacheable {
             self.bind_cache().insert(key, bind_groups.clone());
         }
@@ -507,7 +527,8 @@ impl Passes {
 
     /// One bind group per block of `key`: its parameters, windows and dummies, each checked
     /// against WebGPU's rules (`kernels::bind`).
-    fn bind_groups(&self, key: &BindKey, param_stride: u64) -> Result<Arc<[BoundGroup]>> {
+    fn bind_groups(&self, key: &BindKey) -> Result<Arc<[BoundGroup]>> {
+        let param_stride = self.param_stride();
         let uniform = self.buffer_init(
             "wgpu-posenc params",
             &key.params,
@@ -538,7 +559,7 @@ impl Passes {
                     ),
                     entry(2, &key.freq, (0, key.freq.size()), Access::ReadOnly),
                 ];
-                for (slot, binding) in slots.iter().zip([1u32, 3, 4, 5, 6, 7, 8]) {
+                for (slot, binding) in slots.iter().zip(key.bindings()) {
                     let access = bind::access(binding);
                     let (buffer, window) = match slot {
                         Some((buffer, window)) => (buffer, *window),
@@ -547,7 +568,7 @@ impl Passes {
                         // and writable in one dispatch.
                         None => {
                             let dummy = match binding {
-                                5 => &self.dummy_rw,
+                                5 | 9 | 10 => &self.dummy_rw,
                                 8 => &self.dummy_flag,
                                 _ => &self.dummy,
                             };
@@ -556,7 +577,11 @@ impl Passes {
                     };
                     entries.push(entry(binding, buffer, window, access));
                 }
-                let group = bind::create(&self.device, &self.bind_group_layout, &rules, &entries)?;
+                let layout = match key.kernel {
+                    Kernel::Fused => &self.fused_bind_group_layout,
+                    Kernel::Rope | Kernel::Sinusoidal => &self.bind_group_layout,
+                };
+                let group = bind::create(&self.device, layout, &rules, &entries)?;
                 Ok(BoundGroup { group, entries })
             })
             .collect()
