@@ -59,6 +59,29 @@ fn cache_row(w: Work) -> u32 {
     return w.b * params.cache_stride_b + at * params.cache_stride_p;
 }
 
+// Tail group g (g >= r / 2 / LANES): the 2 LANES elements from r + 2 LANES (g - r / 2 / LANES),
+// as two lane groups `a` (the first LANES) and `b` (the next).
+fn tail_element(g: u32) -> u32 {
+    return 2u * params.half + 2u * LANES * (g - params.half / LANES);
+}
+
+fn load_tail(v: u32, e0: u32, g: u32) -> Pairs {
+    let e = e0 + tail_element(g);
+    return Pairs(ldv(v, e), ldv(v, e + LANES));
+}
+
+fn store_tail(v: u32, e0: u32, g: u32, p: Pairs) {
+    let e = e0 + tail_element(g);
+    stv(v, e, p.a);
+    stv(v, e + LANES, p.b);
+}
+
+fn store_cache_tail(c: u32, e0: u32, g: u32, p: Pairs) {
+    let e = e0 + tail_element(g);
+    st_cachev(c, e, p.a);
+    st_cachev(c, e + LANES, p.b);
+}
+
 // 1 / sqrt(mean square + eps) of the head at `at`, every element read in the same order by
 // every invocation of the head (so all agree).
 fn inv_rms(at: u32) -> f32 {

@@ -1,28 +1,18 @@
-// The fused kernel's accesses of one pair per lane group: the tail as element pairs, and
-// pairs stored into the cache where the pair layout puts them.
+// The fused kernel's accesses of one pair per lane group: a lane group's elements (`ldv`,
+// `stv`, `st_cachev`: one), and pairs stored into the cache where the pair layout puts them.
 
 #import fused/cache
 
-// Group g of the tail: elements r + 2 (g - r/2) and the next.
-fn tail_element(g: u32) -> u32 {
-    return 2u * params.half + 2u * (g - params.half);
+fn ldv(v: u32, e: u32) -> FV {
+    return ld1(v, e);
 }
 
-fn load_tail(v: u32, e0: u32, g: u32) -> Pairs {
-    let e = e0 + tail_element(g);
-    return Pairs(ld1(v, e), ld1(v, e + 1u));
+fn stv(v: u32, e: u32, x: FV) {
+    st1(v, e, x);
 }
 
-fn store_tail(v: u32, e0: u32, g: u32, p: Pairs) {
-    let e = e0 + tail_element(g);
-    st1(v, e, p.a);
-    st1(v, e + 1u, p.b);
-}
-
-fn store_cache_tail(c: u32, e0: u32, g: u32, p: Pairs) {
-    let e = e0 + tail_element(g);
-    st_cache(c, e, p.a);
-    st_cache(c, e + 1u, p.b);
+fn st_cachev(c: u32, e: u32, x: FV) {
+    st_cache(c, e, x);
 }
 
 fn store_cache_pairs(c: u32, e0: u32, g: u32, p: Pairs) {

@@ -1,28 +1,19 @@
-// The fused kernel's accesses of four pairs per lane group: the tail as groups of eight
-// elements (two vec4), and pairs stored into the cache where the pair layout puts them.
+// The fused kernel's accesses of four pairs per lane group: a lane group's elements (`ldv`,
+// `stv`, `st_cachev`: four, one vec4), and pairs stored into the cache where the pair layout
+// puts them.
 
 #import fused/cache
 
-// Group g of the tail: elements r + 8 (g - r/8) to the next seven.
-fn tail_element(g: u32) -> u32 {
-    return 2u * params.half + 8u * (g - params.half / 4u);
+fn ldv(v: u32, e: u32) -> FV {
+    return ld4(v, e);
 }
 
-fn load_tail(v: u32, e0: u32, g: u32) -> Pairs {
-    let e = e0 + tail_element(g);
-    return Pairs(ld4(v, e), ld4(v, e + 4u));
+fn stv(v: u32, e: u32, x: FV) {
+    st4(v, e, x);
 }
 
-fn store_tail(v: u32, e0: u32, g: u32, p: Pairs) {
-    let e = e0 + tail_element(g);
-    st4(v, e, p.a);
-    st4(v, e + 4u, p.b);
-}
-
-fn store_cache_tail(c: u32, e0: u32, g: u32, p: Pairs) {
-    let e = e0 + tail_element(g);
-    st_cache4(c, e, p.a);
-    st_cache4(c, e + 4u, p.b);
+fn st_cachev(c: u32, e: u32, x: FV) {
+    st_cache4(c, e, x);
 }
 
 fn store_cache_pairs(c: u32, e0: u32, g: u32, p: Pairs) {

@@ -596,12 +596,9 @@ fn norm_words(norm: &QkNorm, layout: PairLayout, r: u64, d: u64, lanes: u64) -> 
                         PairLayout::HalfSplit => (j, j + r / 2),
                     }
                 } else {
+                    // As `load_tail` reads a tail group: `a` the first `lanes`, `b` the next.
                     let t = r + (g - rotated) * 2 * lanes;
-                    if lanes == 1 {
-                        (t, t + 1)
-                    } else {
-                        (t + i, t + lanes + i)
-                    }
+                    (t + i, t + lanes + i)
                 }
             };
             let (a, b): (Vec<u32>, Vec<u32>) = (0..lanes)
