@@ -75,11 +75,10 @@ struct Params {
     cache_stride_h: u32,
     cache_stride_p: u32,
     cache_len: u32,
-    // Fused QKV with QK-norm: index in `freq` of the Q norm factors (K's follow, a head's
-    // worth later), and the epsilon added to the mean square.
-    norm_base: u32,
+    // Fused QKV with QK-norm: the epsilon added to the mean square.
     norm_eps: f32,
-    _pad: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

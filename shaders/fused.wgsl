@@ -107,7 +107,9 @@ fn normed(p: Pairs, inv: f32, k: bool, g: u32) -> Pairs {
         return p;
     }
     let heads = select(0u, 2u * params.groups * params.span, k);
-    let at = params.norm_base + heads + 2u * g;
+    // The factors follow the frequencies' three entries per rotated lane group; K's follow
+    // Q's, a head's worth later.
+    let at = 3u * (params.half / LANES) + heads + 2u * g;
     return Pairs(p.a * inv * bitcast<FV>(freq[at]), p.b * inv * bitcast<FV>(freq[at + 1u]));
 }
 

@@ -287,8 +287,8 @@ impl Rope {
         let angles = self.angles_at(seq_len)?;
         let (width, span) = self.fused_width(call, views);
         let lanes = width.pairs();
-        // The frequency words (3 per pair), then with QK-norm the norm factors.
-        let norm_base = (3 * self.rotary_dim / 2 / lanes) as u32;
+        // The frequency words (3 per pair), then with QK-norm the norm factors (where the
+        // shader finds them: after 3 entries per rotated lane group).
         let freq = match call.qk_norm {
             None => self
                 .ctx
@@ -327,7 +327,6 @@ impl Rope {
             cache_stride_b: if slots.is_some() { 0 } else { cb },
             cache_stride_h: ch,
             cache_stride_p: cp,
-            norm_base,
             norm_eps: call.qk_norm.map_or(0.0, |n| n.eps),
             ..Params::default()
         };

@@ -54,9 +54,9 @@ pub(crate) struct Params {
     pub cache_stride_h: u32,
     pub cache_stride_p: u32,
     pub cache_len: u32,
-    pub norm_base: u32,
     pub norm_eps: f32,
-    pub _pad: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
 }
 
 /// One tensor a block touches: its strides along (batch, head, token), its head count,
@@ -262,9 +262,9 @@ mod tests {
             cache_stride_h,
             cache_stride_p,
             cache_len,
-            norm_base,
             norm_eps,
-            _pad,
+            _pad0,
+            _pad1,
         );
         let spec = crate::kernels::Specialization::new(
             crate::kernels::Kernel::Rope,
