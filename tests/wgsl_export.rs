@@ -240,8 +240,8 @@ fn a_user_kernel_on_the_exported_functions_matches_the_reference() {
 
 #[test]
 fn angle_words_are_the_kernels_fixed_point_revolutions() {
-    // F = round(f / 2pi * 2^64), checked against the frequency in f64 at a loose bound, and
-    // the inverse is exactly -F.
+    // F = round(f / 2pi * 2^64) against the reference's f64 frequency, and the inverse's
+    // words as the same fraction of a turn backwards (2^64 - F), against it too.
     let spec = RopeSpec::new().base(10_000.0);
     let forward = spec.angle_words(128, 0).expect("words");
     let inverse = spec
@@ -262,8 +262,11 @@ fn angle_words_are_the_kernels_fixed_point_revolutions() {
             (fixed as f64 - exact).abs() <= 0.5 + exact * 1e-15,
             "pair {j}: {fixed} vs {exact}"
         );
-        let neg = u64::from(wi[0]) | u64::from(wi[1]) << 32;
-        assert_eq!(neg, fixed.wrapping_neg(), "pair {j}");
+        let backwards = (u64::from(wi[0]) | u64::from(wi[1]) << 32).wrapping_neg();
+        assert!(
+            (backwards as f64 - exact).abs() <= 0.5 + exact * 1e-15,
+            "pair {j}: inverse {backwards} vs {exact}"
+        );
     }
     assert_eq!(forward.attention_factor, 1.0);
     assert!(forward.axes.iter().all(|&a| a == 0));
