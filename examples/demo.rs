@@ -1,23 +1,44 @@
 //! The main job on the default adapter: fill a sinusoidal table, rotate a realistic
-//! `[1, 32, 8192, 128]` f32 tensor in place, check both against the f64 reference, and print
-//! the adapter, sizes, times and errors.
+//! `[1, 32, seq, 128]` f32 tensor in place, check both against the f64 reference, and print
+//! the adapter, sizes, times, errors, and the rotation's rate beside the identity shader's
+//! over the same buffer (the adapter's roofline).
 //!
-//! `cargo run --release --example demo [-- --seq N]` (WGPU_BACKEND / WGPU_ADAPTER_NAME pick
-//! the adapter).
+//! Native: `cargo run --release --example demo [-- --seq N]` (WGPU_BACKEND /
+//! WGPU_ADAPTER_NAME pick the adapter; default seq 8192). In a browser: `scripts/web-demo.sh`
+//! builds this file for wasm32 and opens it on WebGPU (`?seq=N` in the page's address;
+//! default 2048). The same async code runs in both.
 
+#[cfg(not(target_arch = "wasm32"))]
 use std::time::Instant;
+#[cfg(target_arch = "wasm32")]
+use web_time::Instant;
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use wgpu::util::DeviceExt;
+use wgpu_posenc::roofline::{Roofline, Timer};
 use wgpu_posenc::{
     HostPositions, Layout, PairLayout, PosEnc, Positions, RopeSpec, SinusoidalSpec, TensorView,
     reference,
 };
 
+type Failure = Box<dyn std::error::Error>;
+
 /// Errors print their message (not their Debug form) and exit with status 1.
+#[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
-    match run() {
+    let args: Vec<String> = std::env::args().collect();
+    let seq = match args.iter().position(|a| a == "--seq") {
+        None => Ok(DEFAULT_SEQ),
+        Some(i) => args
+            .get(i + 1)
+            .ok_or_else(|| "--seq needs a value, e.g. --seq 4096".to_string())
+            .and_then(|value| parse_seq(value)),
+    };
+    let result = seq
+        .map_err(Failure::from)
+        .and_then(|seq| pollster::block_on(run(seq)));
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("demo: {e}");
@@ -26,14 +47,52 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// `--seq N`: a whole number of tokens from 1 to 2^20.
-fn parse_seq(args: &[String]) -> Result<u64, String> {
-    let Some(i) = args.iter().position(|a| a == "--seq") else {
-        return Ok(8192);
-    };
-    let value = args
-        .get(i + 1)
-        .ok_or("--seq needs a value, e.g. --seq 4096")?;
+/// In the page: `?seq=N`; the lines go to the page and the console, the last one is
+/// `demo: done` or `demo: <error>`.
+#[cfg(target_arch = "wasm32")]
+fn main() {
+    let search = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+    let value = search
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("seq="))
+        .map(str::to_string);
+    wasm_bindgen_futures::spawn_local(async move {
+        let result = match value.map_or(Ok(DEFAULT_SEQ), |v| parse_seq(&v)) {
+            Ok(seq) => run(seq).await,
+            Err(e) => Err(e.into()),
+        };
+        match result {
+            Ok(()) => say("demo: done"),
+            Err(e) => say(&format!("demo: {e}")),
+        }
+    });
+}
+
+/// One line of output: stdout natively, the page and the console on the web.
+fn say(line: &str) {
+    #[cfg(not(target_arch = "wasm32"))]
+    println!("{line}");
+    #[cfg(target_arch = "wasm32")]
+    {
+        web_sys::console::log_1(&line.into());
+        if let Some(body) = web_sys::window().and_then(|w| w.document()?.body()) {
+            let _ = body.append_with_str_1(&format!("{line}\n"));
+        }
+    }
+}
+
+/// The default token count: a long context natively, less in a browser's CPU adapter.
+const DEFAULT_SEQ: u64 = if cfg!(target_arch = "wasm32") {
+    2048
+} else {
+    8192
+};
+
+/// The value of `--seq N` / `?seq=N`: a whole number of tokens from 1 to 2^20.
+fn parse_seq(value: &str) -> Result<u64, String> {
     match value.parse::<u64>() {
         Ok(n) if (1..=1 << 20).contains(&n) => Ok(n),
         _ => Err(format!(
@@ -42,20 +101,18 @@ fn parse_seq(args: &[String]) -> Result<u64, String> {
     }
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let seq = parse_seq(&args)?;
-    let ctx = PosEnc::with_default_adapter()?;
+async fn run(seq: u64) -> Result<(), Failure> {
+    let ctx = PosEnc::with_default_adapter_async().await?;
     let info = ctx.adapter_info().ok_or("no adapter info")?;
-    println!(
+    say(&format!(
         "adapter: {} ({:?}, {:?})",
         info.name, info.backend, info.device_type
-    );
+    ));
 
     // 1. Sinusoidal table [seq, 4096] at positions 0..seq.
     let table_spec = SinusoidalSpec::new(4096);
     let t0 = Instant::now();
-    let table = ctx.sinusoidal_table_host(&table_spec, seq, 0)?;
+    let table = ctx.sinusoidal_table_host_async(&table_spec, seq, 0).await?;
     let table_time = t0.elapsed();
     let mut table_err = 0.0f64;
     for s in sample_rows(seq) {
@@ -67,11 +124,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .map(|(&g, &r)| (f64::from(g) - r).abs())
             .fold(table_err, f64::max);
     }
-    println!(
+    say(&format!(
         "sinusoidal table [{seq}, 4096] f32 ({:.0} MiB): {:.1} ms with upload and readback, max |error| {table_err:.2e}",
         (seq * 4096 * 4) as f64 / (1 << 20) as f64,
         table_time.as_secs_f64() * 1e3,
-    );
+    ));
+    drop(table);
 
     // 2. RoPE in place over q [1, 32, seq, 128], half-split (HF), Llama 3 base.
     let shape = [1, 32, seq, 128];
@@ -90,47 +148,74 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         });
     let view = TensorView::new(&buffer, layout);
-    // The first run compiles the pipeline; time the ones after.
-    let mut times = Vec::new();
-    let mut rotated = None;
-    for run in 0..4 {
-        let mut encoder = ctx.device().create_command_encoder(&Default::default());
-        let t0 = Instant::now();
-        let report = ctx.encode_rope(&mut encoder, &spec, &view, Positions::Start(0))?;
-        ctx.queue().submit([encoder.finish()]);
-        ctx.device().poll(wgpu::PollType::wait_indefinitely())?;
-        if run > 0 {
-            times.push(t0.elapsed().as_secs_f64());
-        } else {
-            rotated = Some((read(&ctx, &buffer)?, report));
-        }
+    // The first run is checked (and compiles the pipeline); the ones after are timed.
+    let mut encoder = ctx.device().create_command_encoder(&Default::default());
+    let report = ctx.encode_rope(&mut encoder, &spec, &view, Positions::Start(0))?;
+    ctx.queue().submit([encoder.finish()]);
+    let rotated: Vec<f32> = bytemuck::cast_slice(&ctx.read_buffer_async(&buffer).await?).to_vec();
+    let rope_err = rope_error(&q, &rotated, &spec, &layout, seq);
+
+    // 3. The rotation's rate beside the identity shader's over the same bytes, alternated.
+    let timer = Timer::new(&ctx);
+    let roofline = Roofline::new(&ctx);
+    let bytes = (n * 4) as u64;
+    let (mut rope_times, mut identity_times) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let t = timer
+            .time_async(&ctx, |e| {
+                ctx.encode_rope(e, &spec, &view, Positions::Start(0))
+                    .map(drop)
+            })
+            .await?;
+        rope_times.push(t);
+        let t = timer
+            .time_async(&ctx, |e| {
+                roofline.encode_identity(e, &buffer, 0, bytes).map(drop)
+            })
+            .await?;
+        identity_times.push(t);
     }
-    let (rotated, report) = rotated.ok_or("no run")?;
-    let mut rope_err = 0.0f64;
+    let (rope, identity) = (median(rope_times), median(identity_times));
+    let rate = |seconds: f64| 2.0 * bytes as f64 / seconds / 1e9;
+    say(&format!(
+        "rope in place {shape:?} f32 ({:.0} MiB, {} dispatch(es)): {:.2} ms, {:.2} GB/s read+write, max |error| {rope_err:.2e}",
+        bytes as f64 / (1 << 20) as f64,
+        report.dispatches,
+        rope * 1e3,
+        rate(rope),
+    ));
+    say(&format!(
+        "identity shader over the same buffer: {:.2} ms, {:.2} GB/s; rope / identity = {:.2} (medians of 3, {} timer)",
+        identity * 1e3,
+        rate(identity),
+        identity / rope,
+        timer.kind(),
+    ));
+    Ok(())
+}
+
+/// The largest difference from the reference over sampled rows of three heads.
+fn rope_error(q: &[f32], rotated: &[f32], spec: &RopeSpec, layout: &Layout, seq: u64) -> f64 {
+    let mut err = 0.0f64;
     for s in sample_rows(seq) {
         for h in [0, 17, 31] {
-            let at = reference::row_start(&layout, 0, h, s) as usize;
+            let at = reference::row_start(layout, 0, h, s) as usize;
             let mut expected: Vec<f64> = q[at..at + 128].iter().map(|&v| f64::from(v)).collect();
             let row = Layout::bhsd([1, 1, 1, 128]);
-            reference::rope(&spec, &row, &mut expected, HostPositions::Start(s as u32));
-            rope_err = rotated[at..at + 128]
+            reference::rope(spec, &row, &mut expected, HostPositions::Start(s as u32));
+            err = rotated[at..at + 128]
                 .iter()
                 .zip(&expected)
                 .map(|(&g, &r)| (f64::from(g) - r).abs())
-                .fold(rope_err, f64::max);
+                .fold(err, f64::max);
         }
     }
-    times.sort_by(f64::total_cmp);
-    let best = *times.first().ok_or("no timed run")?;
-    let bytes = 2.0 * (n * 4) as f64;
-    println!(
-        "rope in place {shape:?} f32 ({:.0} MiB, {} dispatch(es)): {:.2} ms per submit+wait, {:.2} GB/s read+write, max |error| {rope_err:.2e}",
-        (n * 4) as f64 / (1 << 20) as f64,
-        report.dispatches,
-        best * 1e3,
-        bytes / best / 1e9,
-    );
-    Ok(())
+    err
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// The first and last rows and a few in between.
@@ -138,8 +223,4 @@ fn sample_rows(seq: u64) -> Vec<u64> {
     let mut rows: Vec<u64> = (0..16).map(|k| k * seq / 16).collect();
     rows.push(seq - 1);
     rows
-}
-
-fn read(ctx: &PosEnc, buffer: &wgpu::Buffer) -> Result<Vec<f32>, Box<dyn std::error::Error>> {
-    Ok(bytemuck::cast_slice(&ctx.read_buffer(buffer)?).to_vec())
 }

@@ -16,6 +16,13 @@ use crate::tensor::{ArrayView, Layout, TensorView};
 ///
 /// `encode_*` methods record into a caller's command encoder and never submit; `*_host`
 /// methods upload host slices, run, and read back. Clones share the caches.
+///
+/// Every method that waits for the GPU has an async form (`*_async`) that works everywhere,
+/// the browser included; the blocking forms (`with_default_adapter`, `*_host`,
+/// `read_buffer`) are those under `pollster::block_on` and exist on native targets only.
+/// On the web, a device error about a buffer or pipeline an `encode_*` call made (which
+/// native reports from that call) is reported by the next async method, or by
+/// [`PosEnc::check_device`].
 #[derive(Clone, Debug)]
 pub struct PosEnc {
     passes: Passes,
@@ -38,11 +45,14 @@ impl PosEnc {
     /// `WGPU_POWER_PREF`), and requests a device with the limits the kernels can use (the
     /// adapter's own storage-binding and buffer sizes, not the 128 MiB default) and
     /// `SHADER_F16` / `TIMESTAMP_QUERY` where the adapter has them.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn with_default_adapter() -> Result<Self> {
         pollster::block_on(Self::with_default_adapter_async())
     }
 
-    /// The async form of [`PosEnc::with_default_adapter`].
+    /// The async form of `PosEnc::with_default_adapter`, and the constructor on the web:
+    /// there the adapter is the browser's WebGPU (`navigator.gpu`), and the environment
+    /// variables are absent.
     pub async fn with_default_adapter_async() -> Result<Self> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
@@ -134,8 +144,31 @@ impl PosEnc {
 
     /// The contents of `buffer` (which needs `COPY_SRC`) once everything submitted before
     /// has run: copied to a staging buffer, submitted, waited for and mapped.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn read_buffer(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
-        self.passes.read_buffer(buffer)
+        pollster::block_on(self.read_buffer_async(buffer))
+    }
+
+    /// The async form of `PosEnc::read_buffer`.
+    pub async fn read_buffer_async(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
+        self.passes.read_buffer(buffer).await
+    }
+
+    /// The device's verdict on every buffer and pipeline this context made since the last
+    /// check: the first validation or out-of-memory error as [`Error::Device`] (after which
+    /// the context's caches, compiled pipelines included, are dropped).
+    ///
+    /// Native targets check each object as it is made, and this returns `Ok` at once. On the
+    /// web that check resolves only when the page's event loop turns, so a synchronous
+    /// `encode_*` call cannot return it; the async host methods call this before reading back.
+    pub async fn check_device(&self) -> Result<()> {
+        self.passes.settle().await
+    }
+
+    /// Waits until the work submitted to the queue so far has run (native: `device.poll`;
+    /// the web: the queue's `onSubmittedWorkDone`), then as [`PosEnc::check_device`].
+    pub async fn wait_idle(&self) -> Result<()> {
+        self.passes.wait_idle().await
     }
 
     /// The adapter, when this context picked it.
@@ -222,7 +255,20 @@ impl PosEnc {
 
     /// RoPE in place over `data`, laid out as `layout` says (f32). Blocks until done.
     /// Length-dependent scalings see HF's `max(position) + 1` of the host positions.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn rope_host(
+        &self,
+        spec: &RopeSpec,
+        layout: Layout,
+        data: &mut [f32],
+        positions: HostPositions<'_>,
+    ) -> Result<()> {
+        pollster::block_on(self.rope_host_async(spec, layout, data, positions))
+    }
+
+    /// The async form of `PosEnc::rope_host`: uploads, encodes, submits, awaits the
+    /// mapping and reads back without blocking.
+    pub async fn rope_host_async(
         &self,
         spec: &RopeSpec,
         layout: Layout,
@@ -236,15 +282,12 @@ impl PosEnc {
             let axes = if spec.mrope.is_some() { 3 } else { 1 };
             spec.scaling_seq_len = Some(positions.seq_len(&layout, axes));
         }
-        self.passes.in_place_at_positions(
-            layout,
-            data,
-            positions,
-            |passes, encoder, x, positions| {
+        self.passes
+            .in_place_at_positions(layout, data, positions, |passes, encoder, x, positions| {
                 let call = RopeCall::new(x, positions);
                 passes.encode_rope_call(encoder, &spec, &call).map(drop)
-            },
-        )
+            })
+            .await
     }
 }
 
@@ -280,7 +323,18 @@ impl PosEnc {
     }
 
     /// The sinusoidal table `[seq, d_model]` for positions `start..start + seq`.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn sinusoidal_table_host(
+        &self,
+        spec: &SinusoidalSpec,
+        seq: u64,
+        start: u32,
+    ) -> Result<Vec<f32>> {
+        pollster::block_on(self.sinusoidal_table_host_async(spec, seq, start))
+    }
+
+    /// The async form of `PosEnc::sinusoidal_table_host`.
+    pub async fn sinusoidal_table_host_async(
         &self,
         spec: &SinusoidalSpec,
         seq: u64,
@@ -295,9 +349,11 @@ impl PosEnc {
                     .encode_sinusoidal(encoder, spec, &table, op)
                     .map(drop)
             })
+            .await
     }
 
     /// `x = x * scale + PE` in place over embeddings laid out as `layout` says.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn sinusoidal_add_host(
         &self,
         spec: &SinusoidalSpec,
@@ -306,14 +362,23 @@ impl PosEnc {
         positions: HostPositions<'_>,
         scale: f32,
     ) -> Result<()> {
-        self.passes.in_place_at_positions(
-            layout,
-            data,
-            positions,
-            |passes, encoder, x, positions| {
+        pollster::block_on(self.sinusoidal_add_host_async(spec, layout, data, positions, scale))
+    }
+
+    /// The async form of `PosEnc::sinusoidal_add_host`.
+    pub async fn sinusoidal_add_host_async(
+        &self,
+        spec: &SinusoidalSpec,
+        layout: Layout,
+        data: &mut [f32],
+        positions: HostPositions<'_>,
+        scale: f32,
+    ) -> Result<()> {
+        self.passes
+            .in_place_at_positions(layout, data, positions, |passes, encoder, x, positions| {
                 let op = SinusoidalOp::Add { positions, scale };
                 passes.encode_sinusoidal(encoder, spec, &x, op).map(drop)
-            },
-        )
+            })
+            .await
     }
 }

@@ -1,4 +1,8 @@
 //! Convenience for host slices: upload, encode, submit, wait, read back.
+//!
+//! Written once, async: on the web the wait is the browser's (`mapAsync` resolving), on
+//! native it is `device.poll(Wait)` in the awaiting task. The blocking forms of the front
+//! (`PosEnc::rope_host` and the rest) run these under `pollster::block_on`, native only.
 
 use crate::error::{Error, Result};
 use crate::kernels::passes::Passes;
@@ -9,7 +13,7 @@ impl Passes {
     /// Checks and uploads host `positions` for a view laid out as `layout`, uploads `data`,
     /// lets `encode` record work on the view and the uploaded positions, submits, and reads
     /// `data` back.
-    pub(crate) fn in_place_at_positions(
+    pub(crate) async fn in_place_at_positions(
         &self,
         layout: Layout,
         data: &mut [f32],
@@ -27,10 +31,11 @@ impl Passes {
             let positions = uploaded.as_ref().map(ArrayView::new);
             encode(ctx, encoder, TensorView::new(buffer, layout), positions)
         })
+        .await
     }
 
     /// A new f32 tensor of `layout` (zeros), `encode` recorded on it, read back.
-    pub(crate) fn fill_new(
+    pub(crate) async fn fill_new(
         &self,
         what: &'static str,
         layout: Layout,
@@ -42,7 +47,8 @@ impl Passes {
         let mut data = vec![0.0f32; len as usize];
         self.run_in_place(layout, &mut data, |ctx, encoder, buffer| {
             encode(ctx, encoder, TensorView::new(buffer, layout))
-        })?;
+        })
+        .await?;
         Ok(data)
     }
 
@@ -57,7 +63,7 @@ impl Passes {
     }
 
     /// Uploads `data`, lets `encode` record work on it, and reads it back into `data`.
-    fn run_in_place(
+    async fn run_in_place(
         &self,
         layout: Layout,
         data: &mut [f32],
@@ -79,7 +85,8 @@ impl Passes {
                 mapped_at_creation: false,
             });
             let mut encoder = self.device.create_command_encoder(&Default::default());
-            return encode(self, &mut encoder, &buffer);
+            encode(self, &mut encoder, &buffer)?;
+            return self.settle().await;
         }
         let bytes = std::mem::size_of_val(data) as u64;
         let buffer = self.buffer_init(
@@ -103,28 +110,33 @@ impl Passes {
         encode(self, &mut encoder, &buffer)?;
         encoder.copy_buffer_to_buffer(&buffer, 0, &staging, 0, bytes);
         self.queue.submit([encoder.finish()]);
-        self.read_mapped(&staging, data)
+        self.read_mapped(&staging, data).await
     }
 
     /// Maps `staging` (already holding the result, or about to once the queue drains) and
     /// copies it into `out`.
-    pub(crate) fn read_mapped(&self, staging: &wgpu::Buffer, out: &mut [f32]) -> Result<()> {
-        let bytes = self.map_bytes(staging)?;
+    pub(crate) async fn read_mapped(&self, staging: &wgpu::Buffer, out: &mut [f32]) -> Result<()> {
+        let bytes = self.map_bytes(staging).await?;
         let n = out.len().min(bytes.len() / 4);
         out[..n].copy_from_slice(&bytemuck::cast_slice(&bytes[..n * 4])[..n]);
         Ok(())
     }
 
-    /// Maps `staging` (`MAP_READ`) once the queue has drained and returns its bytes.
-    fn map_bytes(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
+    /// Maps `staging` (`MAP_READ`) once the queue has drained and returns its bytes. First
+    /// the device's verdict on what was made for the work (see [`Passes::settle`]).
+    async fn map_bytes(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
+        self.settle().await?;
         let slice = staging.slice(..);
         let (sender, receiver) = futures_intrusive::channel::shared::oneshot_channel();
         slice.map_async(wgpu::MapMode::Read, move |result| {
             // The receiver waits below; it cannot have gone away.
             let _ = sender.send(result);
         });
+        // Native: the callback runs in this poll. The web: the browser runs it once the
+        // mapping resolves, and the await below yields to it.
+        #[cfg(not(target_arch = "wasm32"))]
         self.device.poll(wgpu::PollType::wait_indefinitely())?;
-        match pollster::block_on(receiver.receive()) {
+        match receiver.receive().await {
             Some(result) => result?,
             None => {
                 return Err(Error::Device {
@@ -139,7 +151,7 @@ impl Passes {
     }
 
     /// The contents of `buffer` (which needs `COPY_SRC`), after everything submitted before.
-    pub(crate) fn read_buffer(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
+    pub(crate) async fn read_buffer(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
         if !buffer.usage().contains(wgpu::BufferUsages::COPY_SRC) {
             return Err(Error::MissingUsage {
                 what: "the buffer to read",
@@ -157,7 +169,27 @@ impl Passes {
         let mut encoder = self.device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, buffer.size());
         self.queue.submit([encoder.finish()]);
-        self.map_bytes(&staging)
+        self.map_bytes(&staging).await
+    }
+
+    /// Waits until everything submitted so far has run.
+    pub(crate) async fn wait_idle(&self) -> Result<()> {
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device.poll(wgpu::PollType::wait_indefinitely())?;
+        #[cfg(target_arch = "wasm32")]
+        {
+            let (sender, receiver) = futures_intrusive::channel::shared::oneshot_channel();
+            self.queue.on_submitted_work_done(move || {
+                let _ = sender.send(());
+            });
+            if receiver.receive().await.is_none() {
+                return Err(Error::Device {
+                    what: "waiting for the queue",
+                    message: "the queue's completion callback did not run".into(),
+                });
+            }
+        }
+        self.settle().await
     }
 }
 

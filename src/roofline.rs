@@ -41,7 +41,11 @@
 //! # Ok::<(), wgpu_posenc::Error>(())
 //! ```
 
+#[cfg(not(target_arch = "wasm32"))]
 use std::time::Instant;
+// The browser's clock (`performance.now()`): std has none on wasm32-unknown-unknown.
+#[cfg(target_arch = "wasm32")]
+use web_time::Instant;
 
 use bytemuck::{Pod, Zeroable};
 use wgpu::util::DeviceExt;
@@ -423,7 +427,18 @@ impl Timer {
 
     /// Records `record` into a fresh encoder, submits it, waits for the queue to be idle,
     /// and returns the seconds the work took.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn time(
+        &self,
+        ctx: &PosEnc,
+        record: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<()>,
+    ) -> Result<f64> {
+        pollster::block_on(self.time_async(ctx, record))
+    }
+
+    /// The async form of `Timer::time`, for the web: the wait is the queue's
+    /// `onSubmittedWorkDone` (wall time) or the mapping of the resolved timestamps.
+    pub async fn time_async(
         &self,
         ctx: &PosEnc,
         record: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<()>,
@@ -453,10 +468,10 @@ impl Timer {
         }
         ctx.queue().submit([encoder.finish()]);
         let Some(q) = &self.queries else {
-            device.poll(wgpu::PollType::wait_indefinitely())?;
+            ctx.wait_idle().await?;
             return Ok(started.elapsed().as_secs_f64());
         };
-        let bytes = ctx.read_buffer(&q.resolve)?;
+        let bytes = ctx.read_buffer_async(&q.resolve).await?;
         let ticks: [u64; 2] =
             bytemuck::try_pod_read_unaligned(&bytes).map_err(|e| Error::Device {
                 what: "reading the timestamps",
@@ -531,7 +546,7 @@ mod tests {
         encoder.copy_buffer_to_buffer(&buffer, 0, &staging, 0, buffer.size());
         ctx.queue().submit([encoder.finish()]);
         let mut out = vec![0f32; words.len()];
-        ctx.passes().read_mapped(&staging, &mut out).expect("read");
+        pollster::block_on(ctx.passes().read_mapped(&staging, &mut out)).expect("read");
         let out: &[u32] = bytemuck::cast_slice(&out);
         assert!(out == words.as_slice(), "the identity changed the buffer");
 

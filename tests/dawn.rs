@@ -15,6 +15,7 @@
 //!
 //! Needs (installed by `.ci/run`): `npm ci --prefix tests/dawn`, and Chromium's SwiftShader
 //! (`apt-get install -y chromium libvulkan1`).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

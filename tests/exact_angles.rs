@@ -5,6 +5,7 @@
 //!
 //! "True value" means that: the frequency is the real number `base^(-2j/r)`, not its f64
 //! rounding (which alone moves the angle at position 2^32 by up to 2.1e-7 rad).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

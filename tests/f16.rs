@@ -1,5 +1,6 @@
 //! f16 storage: RoPE and the sinusoidal kernels within one f16 rounding of the reference,
 //! guards untouched, on adapters with SHADER_F16; elsewhere the clear error.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

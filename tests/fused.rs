@@ -5,6 +5,7 @@
 //! cache flagged), each input dtype and each cache dtype, Q in place or into its own tensor.
 //! Every buffer is poisoned around and between the views: an element written that should not
 //! be, or one left unwritten, fails.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

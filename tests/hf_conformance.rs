@@ -5,7 +5,7 @@
 //! family's own apply-rotary function to a fixed input at positions up to 1M; the outputs
 //! are in `hf_rope_golden.json`. Here each fixture is read as a user would (no overrides),
 //! and the rotation of the same input, by the reference and by the GPU, must match HF's.
-
+#![cfg(not(target_arch = "wasm32"))]
 #![cfg(feature = "hf-config")]
 
 mod common;

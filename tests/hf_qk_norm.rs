@@ -4,7 +4,7 @@
 //! forward runs them (`tests/data/hf/hf_qk_norm_golden.py`, transformers 5.24 in binary64).
 //! The spec comes from the fixture's config.json through `HfRope::from_config`; Q goes to its
 //! own tensor, K into a paged cache, both compared with HF's.
-
+#![cfg(not(target_arch = "wasm32"))]
 #![cfg(feature = "hf-config")]
 
 mod common;

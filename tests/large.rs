@@ -1,5 +1,6 @@
 //! Tensors larger than one storage binding, and dispatches of more than 65 535 workgroups,
 //! against the reference.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

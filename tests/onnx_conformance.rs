@@ -4,6 +4,7 @@
 //! ids go through `CosSinCache::split` out of place on the GPU, into a poisoned output, and
 //! must give ORT's output: both pair layouts, partial rotary (the tail passed through), 4-D
 //! `[b, h, s, d]` and 3-D `[b, s, h * d]` input.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! The seeds' properties, on GPU output: attention scores depend on relative position only
 //! (`<R_m q, R_n k> = <R_{m+c} q, R_{n+c} k>`), rotation preserves norms, and the inverse
 //! rotation restores the input.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

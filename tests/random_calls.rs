@@ -5,6 +5,7 @@
 //!
 //! `POSENC_RANDOM_CALLS` sets the number of calls (default 10 000), `POSENC_RANDOM_SEED`
 //! the seed (fixed by default, so that a run can be repeated).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! Any input, any device: typed errors instead of panics, aborts or held memory.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! RoPE on the GPU against the f64 reference: random data and shapes, both pair layouts,
 //! BHSD / BSHD / padded strides, partial rotary dims, offsets, position ids, inverse.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

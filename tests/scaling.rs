@@ -1,6 +1,7 @@
 //! The host-side frequency builders of every scaling type against golden values computed
 //! independently (`tests/data/rope_scaling_golden.py`, Python floats from the published
 //! formulas), their edge cases and errors, and `Scaling::from_hf_config`.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::f64::consts::PI;
 

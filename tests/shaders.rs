@@ -2,6 +2,7 @@
 //! (DX12) and GLSL (GL), so the backends this machine lacks are compiled too: every pair
 //! kernel variant, and the roofline's identity shader. Also: the WGSL built-in sine and
 //! cosine appear nowhere (the accuracy contract).
+#![cfg(not(target_arch = "wasm32"))]
 
 use naga::back::PipelineConstants;
 use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};

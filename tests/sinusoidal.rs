@@ -1,6 +1,7 @@
 //! The sinusoidal table and the fused add on the GPU against the f64 reference, and the
 //! accuracy contract of the shared trig: cos/sin within 1.5e-7 of the exact value at
 //! positions over the whole u32 range.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! packed QKV, token-major and varlen layouts, per-row starts, out of place, cos/sin caches,
 //! bf16, M-RoPE; and the cross-checks that pin conventions (sharding, pair-layout
 //! permutation, cache vs on-the-fly).
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! (attention scores that rotate q and k as they are loaded) built on them matches the f64
 //! reference, for both pair layouts, partial rotary, the inverse rotation, scalings with an
 //! attention factor and length-dependent ones, at positions over the whole u32 range.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -15,6 +15,7 @@ pub(crate) mod pass;
 pub(crate) mod passes;
 pub(crate) mod plan;
 pub(crate) mod rope;
+pub(crate) mod scope;
 pub(crate) mod sinusoidal;
 
 /// The composed shader sources (`build.rs`).

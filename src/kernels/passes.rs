@@ -45,6 +45,9 @@ pub(crate) struct Passes {
     /// Records what the pair passes dispatch, for replay on other WebGPU implementations.
     #[cfg(feature = "capture")]
     pub(crate) capture: Option<super::capture::Capture>,
+    /// Error scopes whose verdict is still to come (the web; see `kernels::scope`).
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) pending: Arc<Mutex<super::scope::Pending>>,
 }
 
 impl Passes {
@@ -100,6 +103,8 @@ impl Passes {
             last_frequencies: Arc::default(),
             #[cfg(feature = "capture")]
             capture: None,
+            #[cfg(target_arch = "wasm32")]
+            pending: Arc::default(),
         })
     }
 
@@ -232,23 +237,6 @@ impl Passes {
         })?;
         cache.insert(spec, pipeline.clone());
         Ok(pipeline)
-    }
-
-    /// Runs `make` under validation and out-of-memory error scopes and returns what it
-    /// made, or the device's error as [`Error::Device`].
-    pub(crate) fn scoped<T>(&self, what: &'static str, make: impl FnOnce() -> T) -> Result<T> {
-        let memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let made = make();
-        let invalid = pollster::block_on(validation.pop());
-        let oom = pollster::block_on(memory.pop());
-        match invalid.or(oom) {
-            None => Ok(made),
-            Some(e) => Err(Error::Device {
-                what,
-                message: e.to_string(),
-            }),
-        }
     }
 
     /// The packed frequency buffer for `words`, uploaded on first use and kept in a

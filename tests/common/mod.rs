@@ -5,6 +5,10 @@
     reason = "each test binary uses a different part of this module"
 )]
 
+mod data;
+#[allow(unused_imports, reason = "not every test binary uses the data helpers")]
+pub use data::*;
+
 use std::sync::OnceLock;
 
 use wgpu::util::DeviceExt;
@@ -22,40 +26,6 @@ pub fn ctx() -> &'static PosEnc {
         }
         Err(e) => panic!("the GPU tests need an adapter: {e}"),
     })
-}
-
-/// Test data from rand's Xoshiro256++ (the generator the benches and examples use too),
-/// seeded so that every run sees the same values.
-pub struct Rng(rand::rngs::Xoshiro256PlusPlus);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(rand::SeedableRng::seed_from_u64(seed))
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        rand::Rng::next_u64(&mut self.0)
-    }
-
-    /// Uniform in `[lo, hi)`.
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        rand::RngExt::random_range(&mut self.0, lo..hi)
-    }
-
-    /// Uniform in [-1, 1), never exactly zero.
-    pub fn value(&mut self) -> f32 {
-        let v: f32 = rand::RngExt::random_range(&mut self.0, -1.0..1.0);
-        if v == 0.0 { 0.5 } else { v }
-    }
-
-    pub fn values(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.value()).collect()
-    }
-}
-
-/// A NaN whose payload encodes `i`: any write over it shows up bit for bit.
-pub fn poison(i: usize) -> f32 {
-    f32::from_bits(0x7fc0_0000 | (i as u32 & 0x3f_ffff))
 }
 
 /// Runs `encode` on a STORAGE buffer holding `initial`, submits, and returns its contents.
@@ -96,66 +66,6 @@ pub fn u32_buffer(data: &[u32]) -> wgpu::Buffer {
         })
 }
 
-/// Compares a GPU result with the reference's. Where the reference left an element as it
-/// was (guards, gaps, the rotary tail, poison), the GPU must have left it bit for bit;
-/// elsewhere the two must agree within `tol`. Returns the largest difference.
-#[track_caller]
-pub fn assert_matches(input: &[f32], gpu: &[f32], reference: &[f64], tol: f64, what: &str) -> f64 {
-    assert_eq!(gpu.len(), reference.len());
-    let mut worst = 0.0f64;
-    for (i, ((&x, &g), &r)) in input.iter().zip(gpu).zip(reference).enumerate() {
-        if r.to_bits() == f64::from(x).to_bits() {
-            assert_eq!(
-                g.to_bits(),
-                x.to_bits(),
-                "{what}: element {i} should be untouched ({x} -> {g})"
-            );
-        } else {
-            let err = (f64::from(g) - r).abs();
-            assert!(
-                err <= tol,
-                "{what}: element {i}: gpu {g}, reference {r}, error {err:e} > {tol:e}"
-            );
-            worst = worst.max(err);
-        }
-    }
-    worst
-}
-
-/// Input for a view: random values everywhere the view can reach, poison in the
-/// `guard` elements before and after it and in every gap between rows.
-pub fn guarded_input(rng: &mut Rng, layout: &wgpu_posenc::Layout, guard: usize) -> Vec<f32> {
-    let end = layout.end().expect("valid layout") as usize;
-    let mut data: Vec<f32> = (0..end + guard).map(poison).collect();
-    let [nb, nh, ns, d] = layout.shape;
-    for b in 0..nb {
-        for h in 0..nh {
-            for s in 0..ns {
-                let row = wgpu_posenc::reference::row_start(layout, b, h, s) as usize;
-                for k in 0..d as usize {
-                    data[row + k] = rng.value();
-                }
-            }
-        }
-    }
-    data
-}
-
-/// The largest absolute difference over the elements the GPU and the reference both
-/// computed (no poison expected anywhere).
-pub fn max_error(gpu: &[f32], reference: &[f64]) -> f64 {
-    gpu.iter()
-        .zip(reference)
-        .map(|(&g, &r)| {
-            if g.is_nan() {
-                f64::INFINITY
-            } else {
-                (f64::from(g) - r).abs()
-            }
-        })
-        .fold(0.0, f64::max)
-}
-
 /// An f32 STORAGE buffer holding `data`.
 pub fn f32_buffer(data: &[f32]) -> wgpu::Buffer {
     ctx()
@@ -187,28 +97,6 @@ pub fn run_on_buffers(
         .collect()
 }
 
-/// The input as f64, for the reference.
-pub fn widen(x: &[f32]) -> Vec<f64> {
-    x.iter().map(|&v| f64::from(v)).collect()
-}
-
-/// Bit patterns, for comparisons that must hold bit for bit.
-pub fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|x| x.to_bits()).collect()
-}
-
-/// The reference's RoPE of `input` (f64).
-pub fn expected_rope(
-    spec: &wgpu_posenc::RopeSpec,
-    layout: &wgpu_posenc::Layout,
-    input: &[f32],
-    positions: wgpu_posenc::HostPositions<'_>,
-) -> Vec<f64> {
-    let mut expected = widen(input);
-    wgpu_posenc::reference::rope(spec, layout, &mut expected, positions);
-    expected
-}
-
 /// RoPE in place on the GPU over a buffer holding `input`, through `ctx` (which may cap
 /// its bindings); returns the buffer after and what was recorded.
 pub fn rope_on_buffer(
@@ -227,20 +115,6 @@ pub fn rope_on_buffer(
         );
     });
     (out, report.expect("encoded"))
-}
-
-/// 16-bit input for a view: `guarded_input` (random rows, poison elsewhere) converted by
-/// `to_bits` (f16 or bf16; poison stays NaN).
-pub fn guarded_u16(
-    rng: &mut Rng,
-    layout: &wgpu_posenc::Layout,
-    guard: usize,
-    to_bits: impl Fn(f32) -> u16,
-) -> Vec<u16> {
-    guarded_input(rng, layout, guard)
-        .into_iter()
-        .map(to_bits)
-        .collect()
 }
 
 /// Runs `encode` over a buffer of 16-bit values; returns them after.
@@ -262,35 +136,4 @@ pub fn run_on_u16(
     encode(&mut encoder, &buffer)?;
     let words = read_back(&buffer, encoder);
     Ok(bytemuck::cast_slice::<f32, u16>(&words)[..data.len()].to_vec())
-}
-
-/// A 16-bit result within one rounding of the reference: where the reference left an
-/// element as it was, the GPU must have too, bit for bit; elsewhere the error is at most
-/// half a unit in the last place of the format (`mantissa` stored bits, `min_exp` the
-/// smallest normal exponent) at the reference value, plus 2e-6 for the f32 arithmetic
-/// before the rounding.
-#[track_caller]
-pub fn assert_one_rounding(
-    input: &[u16],
-    gpu: &[u16],
-    value: impl Fn(u16) -> f64,
-    expected: &[f64],
-    (mantissa, min_exp): (i32, i32),
-    what: &str,
-) {
-    for (i, ((&x, &g), &r)) in input.iter().zip(gpu).zip(expected).enumerate() {
-        if r.to_bits() == value(x).to_bits() {
-            assert_eq!(g, x, "{what}: element {i} should be untouched");
-        } else {
-            let exp = (r.abs().log2().floor() as i32).max(min_exp);
-            let half_ulp = 2f64.powi(exp - mantissa - 1);
-            let err = (value(g) - r).abs();
-            assert!(
-                err <= half_ulp + 2e-6,
-                "{what}: element {i}: gpu {}, reference {r}, error {err:e} > {:e}",
-                value(g),
-                half_ulp + 2e-6
-            );
-        }
-    }
 }
