@@ -13,7 +13,7 @@
 //!   and cos within 1.5e-7 of the real-number value. The WGSL built-in `sin`/`cos` are not used.
 //! - [`mod@reference`] is the scalar f64 CPU twin of every kernel.
 //!
-//! ```no_run
+//! ```no_run,ignore-wasm32
 //! use wgpu_posenc::{HostPositions, Layout, PairLayout, PosEnc, RopeSpec};
 //! let ctx = PosEnc::with_default_adapter()?;
 //! let layout = Layout::bhsd([1, 8, 128, 64]);
@@ -21,6 +21,21 @@
 //! let spec = RopeSpec::new().pair_layout(PairLayout::HalfSplit).base(10_000.0);
 //! ctx.rope_host(&spec, layout, &mut q, HostPositions::Start(0))?;
 //! # Ok::<(), wgpu_posenc::Error>(())
+//! ```
+//!
+//! Every method that waits for the GPU has an async form, and in a browser (wasm32, on the
+//! page's WebGPU) only those exist, since a page cannot block:
+//!
+//! ```no_run
+//! use wgpu_posenc::{HostPositions, Layout, PosEnc, RopeSpec};
+//! # async fn run() -> wgpu_posenc::Result<()> {
+//! let ctx = PosEnc::with_default_adapter_async().await?;
+//! let layout = Layout::bhsd([1, 8, 128, 64]);
+//! let mut q = vec![0.5f32; 8 * 128 * 64];
+//! let positions = HostPositions::Start(0);
+//! ctx.rope_host_async(&RopeSpec::new(), layout, &mut q, positions).await?;
+//! # Ok(())
+//! # }
 //! ```
 
 #![warn(missing_docs)]

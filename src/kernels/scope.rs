@@ -94,3 +94,63 @@ fn device_error(what: &'static str, e: &wgpu::Error) -> Error {
         message: e.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::PosEnc;
+
+    /// A buffer WebGPU forbids (`MAP_READ` with `STORAGE`), made through `scoped`: natively
+    /// the call itself returns the device's error; on the web the call cannot wait for it,
+    /// and the next `settle` returns it (once: the verdict is consumed).
+    async fn an_invalid_buffer_is_reported(ctx: PosEnc) {
+        let passes = Passes::new(ctx.device(), ctx.queue()).expect("passes");
+        let made = passes.scoped("a MAP_READ | STORAGE buffer", || {
+            ctx.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("invalid on purpose"),
+                size: 16,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        });
+        let settled = passes.settle().await;
+        let error = if cfg!(target_arch = "wasm32") {
+            assert!(made.is_ok(), "the web reports at the next await");
+            settled.expect_err("settle returns the device's error")
+        } else {
+            settled.expect("nothing pending natively");
+            made.expect_err("the call returns the device's error")
+        };
+        assert!(
+            matches!(
+                error,
+                Error::Device {
+                    what: "a MAP_READ | STORAGE buffer",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        passes.settle().await.expect("the verdict was consumed");
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn an_invalid_buffer_is_reported_by_the_call() {
+        let ctx = PosEnc::with_default_adapter()
+            .unwrap_or_else(|e| panic!("the GPU tests need an adapter: {e}"));
+        pollster::block_on(an_invalid_buffer_is_reported(ctx));
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
+    #[cfg(target_arch = "wasm32")]
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    async fn an_invalid_buffer_is_reported_by_the_next_await() {
+        let ctx = PosEnc::with_default_adapter_async()
+            .await
+            .unwrap_or_else(|e| panic!("the browser tests need a WebGPU adapter: {e}"));
+        an_invalid_buffer_is_reported(ctx).await;
+    }
+}
