@@ -104,9 +104,15 @@ fn parse_seq(value: &str) -> Result<u64, String> {
 async fn run(seq: u64) -> Result<(), Failure> {
     let ctx = PosEnc::with_default_adapter_async().await?;
     let info = ctx.adapter_info().ok_or("no adapter info")?;
+    // A browser may keep the adapter's name to itself.
+    let name = if info.name.is_empty() {
+        "(unnamed by the browser)"
+    } else {
+        &info.name
+    };
     say(&format!(
-        "adapter: {} ({:?}, {:?})",
-        info.name, info.backend, info.device_type
+        "adapter: {name} ({:?}, {:?})",
+        info.backend, info.device_type
     ));
 
     // 1. Sinusoidal table [seq, 4096] at positions 0..seq.
