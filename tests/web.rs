@@ -574,3 +574,61 @@ async fn bad_input_is_a_typed_error() {
     assert!(!err.to_string().is_empty());
     assert!(data.iter().all(|&v| v == 0.5), "nothing written on error");
 }
+
+#[wasm_bindgen_test]
+async fn exact_angles_at_the_end_of_the_u32_range() {
+    // The angle's integer reduction compiled by the browser's shader compiler (Tint), not
+    // naga: positions up to u32::MAX, against the reference's real-number angle.
+    let ctx = ctx().await;
+    let mut rng = Rng::new(11);
+    let layout = Layout::bhsd([1, 2, 64, 128]);
+    let spec = RopeSpec::new().base(500_000.0);
+    for start in [u32::MAX - 63, 1 << 31, 3_000_000_000] {
+        let input = guarded_input(&mut rng, &layout, 4);
+        let mut gpu = input.clone();
+        ctx.rope_host_async(&spec, layout, &mut gpu, HostPositions::Start(start))
+            .await
+            .expect("rope");
+        let expected = expected_rope(&spec, &layout, &input, HostPositions::Start(start));
+        assert_matches(&input, &gpu, &expected, TOL, &format!("start {start}"));
+    }
+    let spec = SinusoidalSpec::new(256);
+    let table = ctx
+        .sinusoidal_table_host_async(&spec, 32, u32::MAX - 31)
+        .await
+        .expect("table");
+    let expected = reference::sinusoidal_table(&spec, 32, u32::MAX - 31);
+    let err = table
+        .iter()
+        .zip(&expected)
+        .map(|(&g, &r)| (f64::from(g) - r).abs())
+        .fold(0.0, f64::max);
+    assert!(err <= 2e-7, "table at the end of the u32 range: {err:e}");
+}
+
+#[wasm_bindgen_test]
+async fn a_callers_device_with_webgpus_default_limits_is_enough() {
+    // As a page that already has its device: the default request, WebGPU's default limits.
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapter = instance
+        .request_adapter(&Default::default())
+        .await
+        .expect("adapter");
+    let (device, queue) = adapter
+        .request_device(&Default::default())
+        .await
+        .expect("device with the default limits");
+    let posenc = PosEnc::new(&device, &queue).expect("the default limits suffice");
+    let mut rng = Rng::new(12);
+    let layout = Layout::bshd(Dims::from_logical([2, 4, 33, 64])).with_offset(2);
+    let input = guarded_input(&mut rng, &layout, 4);
+    let mut gpu = input.clone();
+    let spec = RopeSpec::new().pair_layout(PairLayout::Interleaved);
+    posenc
+        .rope_host_async(&spec, layout, &mut gpu, HostPositions::Start(9))
+        .await
+        .expect("rope on the caller's device");
+    let expected = expected_rope(&spec, &layout, &input, HostPositions::Start(9));
+    assert_matches(&input, &gpu, &expected, TOL, "caller's device");
+}

@@ -45,9 +45,8 @@ pub(crate) struct Passes {
     /// Records what the pair passes dispatch, for replay on other WebGPU implementations.
     #[cfg(feature = "capture")]
     pub(crate) capture: Option<super::capture::Capture>,
-    /// Error scopes whose verdict is still to come (the web; see `kernels::scope`).
-    #[cfg(target_arch = "wasm32")]
-    pub(crate) pending: Arc<Mutex<super::scope::Pending>>,
+    /// The error scopes of buffer and pipeline creation (see `kernels::scope`).
+    pub(crate) scopes: Arc<super::scope::Scopes>,
 }
 
 impl Passes {
@@ -103,8 +102,7 @@ impl Passes {
             last_frequencies: Arc::default(),
             #[cfg(feature = "capture")]
             capture: None,
-            #[cfg(target_arch = "wasm32")]
-            pending: Arc::default(),
+            scopes: Arc::default(),
         })
     }
 
@@ -237,6 +235,28 @@ impl Passes {
         })?;
         cache.insert(spec, pipeline.clone());
         Ok(pipeline)
+    }
+
+    /// Runs `make` under validation and out-of-memory error scopes and returns what it
+    /// made, or the device's error as [`Error::Device`] (on the web: from the next
+    /// [`Passes::settle`]).
+    pub(crate) fn scoped<T>(&self, what: &'static str, make: impl FnOnce() -> T) -> Result<T> {
+        self.scopes.run(&self.device, what, make)
+    }
+
+    /// Waits for the device's verdict on everything made so far and returns the first error;
+    /// after one the caches are dropped, pipelines included, since one of them may hold the
+    /// object that failed. Native: nothing is pending, this returns at once.
+    pub(crate) async fn settle(&self) -> Result<()> {
+        let settled = self.scopes.settle().await;
+        if settled.is_err() {
+            self.clear_caches();
+            self.pipelines
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+        }
+        settled
     }
 
     /// The packed frequency buffer for `words`, uploaded on first use and kept in a

@@ -1,42 +1,48 @@
 //! The device's verdict on what the passes make (buffers, pipelines): wgpu reports a
 //! validation or out-of-memory error through error scopes, whose pop is asynchronous.
 //!
-//! On native the pop resolves at once, so [`Passes::scoped`] returns the error with the
-//! object it concerns. In a browser it resolves only once the page's event loop turns, which a
+//! On native the pop resolves at once, so [`Scopes::run`] returns the error with the object
+//! it concerns. In a browser it resolves only once the page's event loop turns, which a
 //! synchronous `encode_*` call cannot wait for: the pops are kept, and the next await point
-//! of the context ([`Passes::settle`], called by every async host method before it reads
-//! back) returns the first error and drops the caches that may hold the invalid object.
+//! of the context (`Passes::settle`, called by every async host method before it reads
+//! back) returns the first error; the passes then drop the caches that may hold the invalid
+//! object.
 
 use crate::error::{Error, Result};
-
-use super::passes::Passes;
 
 #[cfg(target_arch = "wasm32")]
 type Pop = std::pin::Pin<Box<dyn Future<Output = Option<wgpu::Error>>>>;
 
-/// Error scopes popped but not yet resolved (the web only).
-#[cfg(target_arch = "wasm32")]
+/// The error scopes of one context: on the web, those popped but not yet resolved (native
+/// has none pending, and this holds nothing).
 #[derive(Default)]
-pub(crate) struct Pending {
-    pops: Vec<(&'static str, Pop)>,
+pub(crate) struct Scopes {
+    #[cfg(target_arch = "wasm32")]
+    pops: std::sync::Mutex<Vec<(&'static str, Pop)>>,
 }
 
-#[cfg(target_arch = "wasm32")]
-impl std::fmt::Debug for Pending {
+impl std::fmt::Debug for Scopes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pending")
-            .field("pops", &self.pops.len())
-            .finish()
+        #[cfg(target_arch = "wasm32")]
+        let pending = self.pops.lock().map_or(0, |p| p.len());
+        #[cfg(not(target_arch = "wasm32"))]
+        let pending = 0;
+        f.debug_struct("Scopes").field("pending", &pending).finish()
     }
 }
 
-impl Passes {
-    /// Runs `make` under validation and out-of-memory error scopes and returns what it
-    /// made, or the device's error as [`Error::Device`] (on the web: from the next
-    /// [`Passes::settle`]).
-    pub(crate) fn scoped<T>(&self, what: &'static str, make: impl FnOnce() -> T) -> Result<T> {
-        let memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+impl Scopes {
+    /// Runs `make` under validation and out-of-memory error scopes of `device` and returns
+    /// what it made, or the device's error as [`Error::Device`] (on the web: from the next
+    /// [`Scopes::settle`]).
+    pub(crate) fn run<T>(
+        &self,
+        device: &wgpu::Device,
+        what: &'static str,
+        make: impl FnOnce() -> T,
+    ) -> Result<T> {
+        let memory = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let made = make();
         // Innermost first; each pop takes effect now, whenever its future resolves.
         let invalid = validation.pop();
@@ -52,23 +58,20 @@ impl Passes {
         #[cfg(target_arch = "wasm32")]
         {
             let pop: Pop = Box::pin(async move { invalid.await.or(oom.await) });
-            self.pending
+            self.pops
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .pops
                 .push((what, pop));
             Ok(made)
         }
     }
 
-    /// Waits for the verdict on everything made so far and returns the first error. After an
-    /// error the caches are dropped, pipelines included, since one of them may hold the
-    /// object that failed. Native: nothing is pending, this returns at once.
+    /// Waits for the verdict on everything made so far and returns the first error (each
+    /// verdict is returned once). Native: nothing is pending, this returns at once.
     pub(crate) async fn settle(&self) -> Result<()> {
         #[cfg(target_arch = "wasm32")]
         {
-            let pops =
-                std::mem::take(&mut self.pending.lock().unwrap_or_else(|e| e.into_inner()).pops);
+            let pops = std::mem::take(&mut *self.pops.lock().unwrap_or_else(|e| e.into_inner()));
             let mut first = None;
             for (what, pop) in pops {
                 if let Some(e) = pop.await {
@@ -76,11 +79,6 @@ impl Passes {
                 }
             }
             if let Some(error) = first {
-                self.clear_caches();
-                self.pipelines
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clear();
                 return Err(error);
             }
         }
@@ -100,12 +98,12 @@ mod tests {
     use super::*;
     use crate::context::PosEnc;
 
-    /// A buffer WebGPU forbids (`MAP_READ` with `STORAGE`), made through `scoped`: natively
+    /// A buffer WebGPU forbids (`MAP_READ` with `STORAGE`), made through `run`: natively
     /// the call itself returns the device's error; on the web the call cannot wait for it,
     /// and the next `settle` returns it (once: the verdict is consumed).
     async fn an_invalid_buffer_is_reported(ctx: PosEnc) {
-        let passes = Passes::new(ctx.device(), ctx.queue()).expect("passes");
-        let made = passes.scoped("a MAP_READ | STORAGE buffer", || {
+        let scopes = Scopes::default();
+        let made = scopes.run(ctx.device(), "a MAP_READ | STORAGE buffer", || {
             ctx.device().create_buffer(&wgpu::BufferDescriptor {
                 label: Some("invalid on purpose"),
                 size: 16,
@@ -113,7 +111,7 @@ mod tests {
                 mapped_at_creation: false,
             })
         });
-        let settled = passes.settle().await;
+        let settled = scopes.settle().await;
         let error = if cfg!(target_arch = "wasm32") {
             assert!(made.is_ok(), "the web reports at the next await");
             settled.expect_err("settle returns the device's error")
@@ -131,7 +129,7 @@ mod tests {
             ),
             "{error}"
         );
-        passes.settle().await.expect("the verdict was consumed");
+        scopes.settle().await.expect("the verdict was consumed");
     }
 
     #[cfg(not(target_arch = "wasm32"))]
