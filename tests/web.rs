@@ -74,6 +74,14 @@ fn u32_buffer(ctx: &PosEnc, data: &[u32]) -> wgpu::Buffer {
     buffer(ctx, bytemuck::cast_slice(data))
 }
 
+/// `assert_matches` (untouched where the reference left an element, within `tol`
+/// elsewhere), the largest error logged to the console (`-- --nocapture` shows it).
+#[track_caller]
+fn check(input: &[f32], gpu: &[f32], expected: &[f64], tol: f64, what: &str) {
+    let worst = assert_matches(input, gpu, expected, tol, what);
+    web_sys::console::log_1(&format!("{what}: max error {worst:.2e}").into());
+}
+
 /// Submits `encoder`, then reads `buffer` back as f32 values.
 async fn read_f32(ctx: &PosEnc, buffer: &wgpu::Buffer, encoder: wgpu::CommandEncoder) -> Vec<f32> {
     ctx.queue().submit([encoder.finish()]);
@@ -116,7 +124,7 @@ async fn rope_both_pair_layouts_partial_rotary_and_strides() {
             .await;
             let expected = expected_rope(&spec, &layout, &input, HostPositions::Start(1234));
             let what = format!("{pair_layout:?} r={r} {layout:?}");
-            assert_matches(&input, &gpu, &expected, TOL, &what);
+            check(&input, &gpu, &expected, TOL, &what);
         }
     }
 }
@@ -141,7 +149,7 @@ async fn every_position_mode_through_the_async_host_method() {
             .await
             .expect(what);
         let expected = expected_rope(&spec, &layout, &input, positions);
-        assert_matches(&input, &gpu, &expected, TOL, what);
+        check(&input, &gpu, &expected, TOL, what);
     }
 
     // Varlen: three packed sequences of 5, 0 and 9 tokens, with and without offsets.
@@ -156,7 +164,7 @@ async fn every_position_mode_through_the_async_host_method() {
             .await
             .expect("varlen");
         let expected = expected_rope(&spec, &packed, &input, positions);
-        assert_matches(&input, &gpu, &expected, TOL, &format!("varlen {offsets:?}"));
+        check(&input, &gpu, &expected, TOL, &format!("varlen {offsets:?}"));
     }
 
     // M-RoPE (Qwen2-VL's sections, and interleaved as Qwen3-VL): three axes per token.
@@ -170,7 +178,7 @@ async fn every_position_mode_through_the_async_host_method() {
             .await
             .expect("mrope");
         let expected = expected_rope(&spec, &vl, &input, HostPositions::Axes(&axes));
-        assert_matches(&input, &gpu, &expected, TOL, &format!("mrope {section:?}"));
+        check(&input, &gpu, &expected, TOL, &format!("mrope {section:?}"));
     }
 }
 
@@ -209,8 +217,8 @@ async fn q_and_k_with_grouped_query_attention_in_one_dispatch() {
     .await;
     let eq = expected_rope(&spec, &q_layout, &q, HostPositions::Start(40));
     let ek = expected_rope(&spec, &k_layout, &k, HostPositions::Start(40));
-    assert_matches(&q, &q_gpu, &eq, TOL, "q");
-    assert_matches(&k, &k_gpu, &ek, TOL, "k");
+    check(&q, &q_gpu, &eq, TOL, "q");
+    check(&k, &k_gpu, &ek, TOL, "k");
 }
 
 #[wasm_bindgen_test]
@@ -255,7 +263,7 @@ async fn out_of_place_across_layouts_copies_the_tail() {
         HostPositions::Start(11),
         None,
     );
-    assert_matches(&dst, &dst_gpu, &expected, TOL, "out of place");
+    check(&dst, &dst_gpu, &expected, TOL, "out of place");
 }
 
 #[wasm_bindgen_test]
@@ -294,7 +302,7 @@ async fn vllm_cos_sin_cache_gives_the_cached_angles() {
     assert_eq!(flag, 0, "every position is in the cache");
     // The cached values are f32 roundings of the exact angles: 1e-6 holds them too.
     let expected = expected_rope(&spec, &layout, &input, HostPositions::Ids(&ids));
-    assert_matches(&input, &gpu, &expected, 2.0 * TOL, "cos/sin cache");
+    check(&input, &gpu, &expected, 2.0 * TOL, "cos/sin cache");
 }
 
 #[wasm_bindgen_test]
@@ -388,7 +396,7 @@ async fn sinusoidal_table_and_add() {
     let mut expected = widen(&input);
     reference::sinusoidal_add(&spec, &layout, &mut expected, HostPositions::Ids(&ids), 8.0);
     // x * 8 + PE: values up to 9.
-    assert_matches(&input, &gpu, &expected, 9.0 * TOL, "sinusoidal add");
+    check(&input, &gpu, &expected, 9.0 * TOL, "sinusoidal add");
 }
 
 #[wasm_bindgen_test]
@@ -416,7 +424,7 @@ async fn tensors_split_over_bindings_give_the_same_result() {
         "{dispatches} dispatches for 300 KiB over 16 KiB bindings"
     );
     let expected = expected_rope(&spec, &layout, &input, HostPositions::BatchStarts(&starts));
-    assert_matches(&input, &gpu, &expected, TOL, "split");
+    check(&input, &gpu, &expected, TOL, "split");
 
     let spec = SinusoidalSpec::new(128);
     let rows = Layout::bsd(1, 100, 128);
@@ -428,7 +436,7 @@ async fn tensors_split_over_bindings_give_the_same_result() {
         .expect("add");
     let mut expected = widen(&input);
     reference::sinusoidal_add(&spec, &rows, &mut expected, HostPositions::Start(5), 1.0);
-    assert_matches(&input, &gpu, &expected, 2.0 * TOL, "split add");
+    check(&input, &gpu, &expected, 2.0 * TOL, "split add");
 }
 
 #[wasm_bindgen_test]
@@ -499,9 +507,9 @@ async fn fused_qkv_into_a_kv_cache() {
         HostCacheIndex::Position,
         None,
     );
-    assert_matches(&qkv, &qkv_gpu, &eqkv, TOL, "qkv (Q rotated in place)");
-    assert_matches(&k, &k_gpu, &ek, TOL, "K cache");
-    assert_matches(&v, &v_gpu, &ev, TOL, "V cache");
+    check(&qkv, &qkv_gpu, &eqkv, TOL, "qkv (Q rotated in place)");
+    check(&k, &k_gpu, &ek, TOL, "K cache");
+    check(&v, &v_gpu, &ev, TOL, "V cache");
 }
 
 #[wasm_bindgen_test]
@@ -590,7 +598,7 @@ async fn exact_angles_at_the_end_of_the_u32_range() {
             .await
             .expect("rope");
         let expected = expected_rope(&spec, &layout, &input, HostPositions::Start(start));
-        assert_matches(&input, &gpu, &expected, TOL, &format!("start {start}"));
+        check(&input, &gpu, &expected, TOL, &format!("start {start}"));
     }
     let spec = SinusoidalSpec::new(256);
     let table = ctx
@@ -630,5 +638,5 @@ async fn a_callers_device_with_webgpus_default_limits_is_enough() {
         .await
         .expect("rope on the caller's device");
     let expected = expected_rope(&spec, &layout, &input, HostPositions::Start(9));
-    assert_matches(&input, &gpu, &expected, TOL, "caller's device");
+    check(&input, &gpu, &expected, TOL, "caller's device");
 }
