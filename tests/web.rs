@@ -7,7 +7,8 @@
 //! M-RoPE axes), Q+K with GQA in one dispatch, out of place across layouts, vLLM's cos/sin
 //! cache, bf16, the sinusoidal table and add, tensors split over bindings, the fused QKV →
 //! KV-cache call, f16 (the clear error where the adapter has no `shader-f16`), the roofline
-//! timer, and a typed error for bad input.
+//! timer, and a typed error for bad input. Every comparison also asserts that the browser
+//! reported no WebGPU error outside an error scope (the validation of submitted work).
 //!
 //! `scripts/wasm-cargo.sh test --test web` (wasm-bindgen-test-runner drives headless
 //! Chromium through chromedriver; flags in `tests/web/webdriver.json`).
@@ -17,10 +18,11 @@
 mod data;
 
 use std::cell::RefCell;
+use std::sync::{Arc, Mutex};
 
 use data::{
-    Rng, assert_matches, assert_one_rounding, expected_rope, guarded_input, guarded_u16, poison,
-    widen,
+    Rng, assert_matches, assert_one_rounding, bits, expected_rope, guarded_input, guarded_u16,
+    poison, widen,
 };
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 use wgpu::util::DeviceExt;
@@ -41,6 +43,16 @@ thread_local! {
     static CTX: RefCell<Option<PosEnc>> = const { RefCell::new(None) };
 }
 
+/// WebGPU errors outside any error scope (the browser's validation of submitted work, which
+/// would otherwise only reach the console): every comparison asserts there were none.
+static UNCAPTURED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+#[track_caller]
+fn assert_no_uncaptured_errors() {
+    let errors = std::mem::take(&mut *UNCAPTURED.lock().unwrap_or_else(|e| e.into_inner()));
+    assert!(errors.is_empty(), "WebGPU reported: {errors:#?}");
+}
+
 /// One context for the page (its pipelines are compiled once), made on first use.
 async fn ctx() -> PosEnc {
     if let Some(ctx) = CTX.with(|c| c.borrow().clone()) {
@@ -51,6 +63,10 @@ async fn ctx() -> PosEnc {
         .unwrap_or_else(|e| panic!("the browser suite needs a WebGPU adapter: {e}"));
     let info = ctx.adapter_info().expect("picked adapter");
     web_sys::console::log_1(&format!("adapter: {} ({:?})", info.name, info.backend).into());
+    ctx.device().on_uncaptured_error(Arc::new(|e| {
+        let mut errors = UNCAPTURED.lock().unwrap_or_else(|e| e.into_inner());
+        errors.push(e.to_string());
+    }));
     CTX.with(|c| *c.borrow_mut() = Some(ctx.clone()));
     ctx
 }
@@ -78,6 +94,7 @@ fn u32_buffer(ctx: &PosEnc, data: &[u32]) -> wgpu::Buffer {
 /// elsewhere), the largest error logged to the console (`-- --nocapture` shows it).
 #[track_caller]
 fn check(input: &[f32], gpu: &[f32], expected: &[f64], tol: f64, what: &str) {
+    assert_no_uncaptured_errors();
     let worst = assert_matches(input, gpu, expected, tol, what);
     web_sys::console::log_1(&format!("{what}: max error {worst:.2e}").into());
 }
@@ -86,6 +103,7 @@ fn check(input: &[f32], gpu: &[f32], expected: &[f64], tol: f64, what: &str) {
 async fn read_f32(ctx: &PosEnc, buffer: &wgpu::Buffer, encoder: wgpu::CommandEncoder) -> Vec<f32> {
     ctx.queue().submit([encoder.finish()]);
     let bytes = ctx.read_buffer_async(buffer).await.expect("read back");
+    assert_no_uncaptured_errors();
     bytemuck::cast_slice::<u8, f32>(&bytes).to_vec()
 }
 
@@ -246,13 +264,7 @@ async fn out_of_place_across_layouts_copies_the_tail() {
         ctx.device().create_command_encoder(&Default::default()),
     )
     .await;
-    assert!(
-        src_gpu
-            .iter()
-            .zip(&src)
-            .all(|(g, x)| g.to_bits() == x.to_bits()),
-        "the source is left as it was"
-    );
+    assert!(bits(&src_gpu) == bits(&src), "the source is left as it was");
     let mut expected = widen(&dst);
     reference::rope_out(
         &spec,
@@ -518,7 +530,6 @@ async fn the_roofline_timer_runs_on_the_browser_clock() {
     let mut rng = Rng::new(10);
     let data = rng.values(1 << 16);
     let buf = f32_buffer(&ctx, &data);
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let roofline = Roofline::new(&ctx);
     for timer in [Timer::new(&ctx), Timer::wall()] {
         let seconds = timer
@@ -639,4 +650,34 @@ async fn a_callers_device_with_webgpus_default_limits_is_enough() {
         .expect("rope on the caller's device");
     let expected = expected_rope(&spec, &layout, &input, HostPositions::Start(9));
     check(&input, &gpu, &expected, TOL, "caller's device");
+}
+
+#[wasm_bindgen_test]
+async fn the_browsers_validation_errors_are_seen() {
+    // The suite's check above can fail: an invalid copy (4 bytes past the end of a buffer)
+    // on a device of its own reaches its handler by the time the next readback resolves.
+    let ctx = PosEnc::with_default_adapter_async().await.expect("adapter");
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = seen.clone();
+    ctx.device().on_uncaptured_error(Arc::new(move |e| {
+        sink.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(e.to_string());
+    }));
+    let (a, b) = (f32_buffer(&ctx, &[1.0; 4]), f32_buffer(&ctx, &[2.0; 4]));
+    let mut encoder = ctx.device().create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(&a, 4, &b, 0, 16);
+    ctx.queue().submit([encoder.finish()]);
+    let after = ctx.read_buffer_async(&b).await.expect("read back");
+    assert_eq!(
+        bytemuck::cast_slice::<u8, f32>(&after),
+        [2.0; 4],
+        "the copy did not run"
+    );
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    // Dawn's words: the copy, then the submit of the invalid command buffer.
+    assert!(
+        seen.first().is_some_and(|e| e.contains("Copy range")),
+        "{seen:?}"
+    );
 }
