@@ -6,7 +6,9 @@
 //! views with offsets, every position mode (start, per-row starts, ids, varlen with offsets,
 //! M-RoPE axes), Q+K with GQA in one dispatch, out of place across layouts, vLLM's cos/sin
 //! cache, bf16, the sinusoidal table and add, tensors split over bindings, the fused QKV →
-//! KV-cache call, f16 (the clear error where the adapter has no `shader-f16`), the roofline
+//! KV-cache call, exact angles at positions up to `u32::MAX` (as the browser's compiler builds
+//! the integer reduction), a caller's device with WebGPU's default limits, f16 (the clear
+//! error where the adapter has no `shader-f16`), the roofline
 //! timer, and a typed error for bad input. Every comparison also asserts that the browser
 //! reported no WebGPU error outside an error scope (the validation of submitted work).
 //!
