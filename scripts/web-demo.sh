@@ -43,11 +43,21 @@ chromium --headless=new --no-sandbox --enable-unsafe-webgpu --use-webgpu-adapter
     --disable-component-update --disable-sync --no-first-run --disable-quic \
     --user-data-dir="$profile" --enable-logging=stderr --v=0 "$url" 2>"$log" &
 browser=$!
-trap 'kill $server $browser 2>/dev/null || true; wait $browser 2>/dev/null || true; rm -rf "$profile"' EXIT
+# Chromium's own child processes may still write to the profile as it goes: its removal is
+# best effort, and never the script's status.
+cleanup() {
+    pkill -P "$browser" 2>/dev/null || true
+    kill "$server" "$browser" 2>/dev/null || true
+    wait "$browser" 2>/dev/null || true
+    rm -rf "$profile" 2>/dev/null || true
+}
+trap cleanup EXIT
 # The demo's last line is "demo: done" or "demo: <error>".
 for _ in $(seq 1 600); do
     grep -q '"demo: ' "$log" && break
     sleep 1
 done
 grep -o 'CONSOLE[:(][0-9]*)*\] "[^"]*"' "$log" | sed 's/^[^"]*"//; s/"$//'
-grep -q '"demo: done"' "$log"
+status=0
+grep -q '"demo: done"' "$log" || status=1
+exit $status
