@@ -77,9 +77,7 @@ impl PosEnc {
                     ..Default::default()
                 })
                 .await
-                .map_err(|_| Error::NoAdapter {
-                    backend: std::env::var("WGPU_BACKEND").unwrap_or_else(|_| "unset".into()),
-                })?,
+                .map_err(|_| no_adapter())?,
         };
         let (device, queue) = Self::request_device(&adapter).await?;
         let mut passes = Passes::new(&device, &queue)?;
@@ -191,6 +189,18 @@ impl PosEnc {
     /// What the caches hold now (see [`CacheUsage`] for their bounds).
     pub fn cache_usage(&self) -> CacheUsage {
         self.passes.cache_usage()
+    }
+}
+
+/// Why no adapter came: natively, which backend was asked for; in a browser, that the page
+/// has no WebGPU.
+fn no_adapter() -> Error {
+    if cfg!(target_arch = "wasm32") {
+        Error::NoWebGpu
+    } else {
+        Error::NoAdapter {
+            backend: std::env::var("WGPU_BACKEND").unwrap_or_else(|_| "unset".into()),
+        }
     }
 }
 

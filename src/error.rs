@@ -14,6 +14,14 @@ pub enum Error {
         /// The value of `WGPU_BACKEND`, or `unset`.
         backend: String,
     },
+    /// In a browser (wasm32): the page's WebGPU gave no adapter.
+    #[error(
+        "the page has no WebGPU adapter (navigator.gpu is absent, or its requestAdapter() gave \
+         none). Use a browser with WebGPU enabled (Chrome or Edge 113+, Safari 26+, Firefox \
+         141+ on Windows); on Linux, Chromium needs --enable-unsafe-webgpu, and headless \
+         without a GPU also --use-webgpu-adapter=swiftshader"
+    )]
+    NoWebGpu,
     /// `WGPU_ADAPTER_NAME` names no adapter that is present.
     #[error(
         "WGPU_ADAPTER_NAME={name:?} matches none of the adapters present: {available:?}; \

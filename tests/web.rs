@@ -8,7 +8,7 @@
 //! cache, bf16, the sinusoidal table and add, tensors split over bindings, the fused QKV →
 //! KV-cache call, exact angles at positions up to `u32::MAX` (as the browser's compiler builds
 //! the integer reduction), a caller's device with WebGPU's default limits, f16 (the clear
-//! error where the adapter has no `shader-f16`), the roofline
+//! error where the adapter has no `shader-f16`), a page without WebGPU, the roofline
 //! timer, and a typed error for bad input. Every comparison also asserts that the browser
 //! reported no WebGPU error outside an error scope (the validation of submitted work).
 //!
@@ -682,4 +682,21 @@ async fn the_browsers_validation_errors_are_seen() {
         seen.first().is_some_and(|e| e.contains("Copy range")),
         "{seen:?}"
     );
+}
+
+#[wasm_bindgen_test]
+async fn a_page_without_webgpu_gets_the_error_that_says_so() {
+    // The shared context first, so that no other test needs navigator.gpu while it is hidden.
+    ctx().await;
+    let hide = "Object.defineProperty(navigator, 'gpu', { value: undefined, configurable: true })";
+    js_sys::eval(hide).expect("hide navigator.gpu");
+    let result = PosEnc::with_default_adapter_async().await;
+    js_sys::eval("delete navigator.gpu").expect("restore navigator.gpu");
+    let err = result.expect_err("no WebGPU on the page");
+    assert!(matches!(err, Error::NoWebGpu), "{err}");
+    assert!(err.to_string().contains("--enable-unsafe-webgpu"), "{err}");
+    // Restored: the page's WebGPU is there again.
+    PosEnc::with_default_adapter_async()
+        .await
+        .expect("navigator.gpu restored");
 }
