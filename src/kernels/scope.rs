@@ -96,15 +96,31 @@ fn device_error(what: &'static str, e: &wgpu::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::PosEnc;
+
+    /// A device on the adapter `WGPU_BACKEND` selects (the page's WebGPU in a browser), with
+    /// the default request: the scopes need nothing more, and nothing above `kernels`.
+    async fn device() -> wgpu::Device {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = instance
+            .request_adapter(&Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("the GPU tests need an adapter: {e}"));
+        let (device, _queue) = adapter
+            .request_device(&Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("the GPU tests need a device: {e}"));
+        device
+    }
 
     /// A buffer WebGPU forbids (`MAP_READ` with `STORAGE`), made through `run`: natively
     /// the call itself returns the device's error; on the web the call cannot wait for it,
     /// and the next `settle` returns it (once: the verdict is consumed).
-    async fn an_invalid_buffer_is_reported(ctx: PosEnc) {
+    async fn an_invalid_buffer_is_reported() {
+        let device = device().await;
         let scopes = Scopes::default();
-        let made = scopes.run(ctx.device(), "a MAP_READ | STORAGE buffer", || {
-            ctx.device().create_buffer(&wgpu::BufferDescriptor {
+        let made = scopes.run(&device, "a MAP_READ | STORAGE buffer", || {
+            device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("invalid on purpose"),
                 size: 16,
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::STORAGE,
@@ -135,9 +151,7 @@ mod tests {
     #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn an_invalid_buffer_is_reported_by_the_call() {
-        let ctx = PosEnc::with_default_adapter()
-            .unwrap_or_else(|e| panic!("the GPU tests need an adapter: {e}"));
-        pollster::block_on(an_invalid_buffer_is_reported(ctx));
+        pollster::block_on(an_invalid_buffer_is_reported());
     }
 
     #[cfg(target_arch = "wasm32")]
@@ -146,9 +160,6 @@ mod tests {
     #[cfg(target_arch = "wasm32")]
     #[wasm_bindgen_test::wasm_bindgen_test]
     async fn an_invalid_buffer_is_reported_by_the_next_await() {
-        let ctx = PosEnc::with_default_adapter_async()
-            .await
-            .unwrap_or_else(|e| panic!("the browser tests need a WebGPU adapter: {e}"));
-        an_invalid_buffer_is_reported(ctx).await;
+        an_invalid_buffer_is_reported().await;
     }
 }
