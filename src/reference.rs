@@ -8,7 +8,7 @@
 use crate::error::Result;
 use crate::frequencies::Scaling;
 use crate::positions::HostPositions;
-use crate::spec::{PairLayout, RopeSpec, SinusoidalSpec};
+use crate::spec::{RopeSpec, SinusoidalSpec};
 use crate::tensor::Layout;
 
 /// 2 pi as the sum of three f64 (the last one far below anything that matters here).
@@ -59,15 +59,6 @@ pub fn inv_freq(dim: u64, base: f64) -> Vec<f64> {
     (0..dim / 2)
         .map(|j| base.powf(-((2 * j) as f64) / dim as f64))
         .collect()
-}
-
-/// Element indices of pair `j` in a row of rotary dimension `r` (`j < r / 2`; indices past
-/// `u64::MAX` saturate).
-pub fn pair(layout: PairLayout, r: u64, j: u64) -> (u64, u64) {
-    match layout {
-        PairLayout::Interleaved => (j.saturating_mul(2), j.saturating_mul(2).saturating_add(1)),
-        PairLayout::HalfSplit => (j, j.saturating_add(r / 2)),
-    }
 }
 
 /// Index of element `(b, h, s, 0)`.
@@ -153,7 +144,7 @@ pub fn rope_out(
                         }
                     };
                     let sin = if spec.inverse { -sin } else { sin };
-                    let (i0, i1) = pair(spec.pair_layout, r, j as u64);
+                    let (i0, i1) = spec.pair_layout.elements(r, j as u64);
                     let (x0, x1) = (src[from + i0 as usize], src[from + i1 as usize]);
                     dst[to + i0 as usize] = x0 * cos - x1 * sin;
                     dst[to + i1 as usize] = x0 * sin + x1 * cos;
@@ -207,7 +198,7 @@ fn row_of(spec: &SinusoidalSpec, freqs: &[(f64, f64)], p: u32) -> Vec<f64> {
     }
     for (i, &(w, w_lo)) in freqs.iter().enumerate() {
         let (sin, cos) = sincos_exact(p, w, w_lo);
-        let (i_sin, i_cos) = pair(spec.pair_layout(), d, i as u64);
+        let (i_sin, i_cos) = spec.pair_layout().elements(d, i as u64);
         row[i_sin as usize] = sin;
         row[i_cos as usize] = cos;
     }

@@ -16,6 +16,17 @@ pub enum PairLayout {
     HalfSplit,
 }
 
+impl PairLayout {
+    /// Element indices of pair `j` in a row of rotary dimension `r` (`j < r / 2`; indices
+    /// past `u64::MAX` saturate).
+    pub fn elements(self, r: u64, j: u64) -> (u64, u64) {
+        match self {
+            PairLayout::Interleaved => (j.saturating_mul(2), j.saturating_mul(2).saturating_add(1)),
+            PairLayout::HalfSplit => (j, j.saturating_add(r / 2)),
+        }
+    }
+}
+
 /// Where the sin and cos of frequency `i` go in a sinusoidal row of `d_model` elements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SinusoidalLayout {

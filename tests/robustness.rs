@@ -219,15 +219,15 @@ fn public_helpers_are_total() {
     // Reference helpers at the ends of their ranges.
     // Indices past u64::MAX saturate, as documented.
     assert_eq!(
-        reference::pair(PairLayout::HalfSplit, u64::MAX, u64::MAX),
+        PairLayout::HalfSplit.elements(u64::MAX, u64::MAX),
         (u64::MAX, u64::MAX)
     );
     assert_eq!(
-        reference::pair(PairLayout::Interleaved, 8, u64::MAX),
+        PairLayout::Interleaved.elements(8, u64::MAX),
         (u64::MAX, u64::MAX)
     );
-    assert_eq!(reference::pair(PairLayout::Interleaved, 8, 3), (6, 7));
-    assert_eq!(reference::pair(PairLayout::HalfSplit, 8, 3), (3, 7));
+    assert_eq!(PairLayout::Interleaved.elements(8, 3), (6, 7));
+    assert_eq!(PairLayout::HalfSplit.elements(8, 3), (3, 7));
     let huge = Layout::strided([2, 2, 2, 2], [u64::MAX; 3]).with_offset(u64::MAX);
     assert_eq!(reference::row_start(&huge, 1, 1, 1), u64::MAX);
     let table = reference::sinusoidal_table(&SinusoidalSpec::new(4), 10, u32::MAX - 2);

@@ -52,6 +52,18 @@ pub(crate) fn layout_of(kernel: Kernel) -> Vec<(u32, Access)> {
     ALL.into_iter().filter(|(b, _)| !skip.contains(b)).collect()
 }
 
+/// The storage bindings a block binds of its own, in order: all of `kernel`'s but the
+/// frequencies (2), which every block of a pass shares. Seven for every kernel.
+pub(crate) fn slot_bindings(kernel: Kernel) -> [u32; 7] {
+    let own: Vec<u32> = layout_of(kernel)
+        .into_iter()
+        .filter(|&(b, a)| a != Access::Uniform && b != 2)
+        .map(|(b, _)| b)
+        .collect();
+    own.try_into()
+        .unwrap_or_else(|own: Vec<u32>| unreachable!("seven storage bindings, not {own:?}"))
+}
+
 /// The access of `binding`.
 pub(crate) fn access(binding: u32) -> Access {
     ALL.iter()
@@ -198,6 +210,13 @@ pub(crate) fn overlap(a: (u64, u64), b: (u64, u64)) -> bool {
 mod tests {
     use super::*;
     use crate::kernels::Specialization;
+
+    #[test]
+    fn each_kernel_binds_seven_storage_buffers_of_its_own() {
+        assert_eq!(slot_bindings(Kernel::Rope), [1, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(slot_bindings(Kernel::Sinusoidal), [1, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(slot_bindings(Kernel::Fused), [1, 3, 4, 5, 8, 9, 10]);
+    }
 
     /// Every global a variant's entry point uses is in its kernel's layout with the same
     /// access, and every storage binding of the layout is used by some variant.

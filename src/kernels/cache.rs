@@ -91,10 +91,7 @@ pub(crate) struct BindKey {
 impl BindKey {
     /// The storage bindings of `slots`, in order.
     pub(crate) fn bindings(&self) -> [u32; 7] {
-        match self.kernel {
-            super::Kernel::Fused => [1, 3, 4, 5, 8, 9, 10],
-            super::Kernel::Rope | super::Kernel::Sinusoidal => [1, 3, 4, 5, 6, 7, 8],
-        }
+        super::bind::slot_bindings(self.kernel)
     }
 }
 

@@ -589,11 +589,7 @@ fn norm_words(norm: &QkNorm, layout: PairLayout, r: u64, d: u64, lanes: u64) -> 
         for g in 0..d / 2 / lanes {
             let elements = |i: u64| {
                 if g < rotated {
-                    let j = g * lanes + i;
-                    match layout {
-                        PairLayout::Interleaved => (2 * j, 2 * j + 1),
-                        PairLayout::HalfSplit => (j, j + r / 2),
-                    }
+                    layout.elements(r, g * lanes + i)
                 } else {
                     // As `load_tail` reads a tail group: `a` the first `lanes`, `b` the next.
                     let t = r + (g - rotated) * 2 * lanes;

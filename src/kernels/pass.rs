@@ -563,13 +563,15 @@ impl Passes {
                     let access = bind::access(binding);
                     let (buffer, window) = match slot {
                         Some((buffer, window)) => (buffer, *window),
-                        // Each writable slot has a dummy of its own: two writable bindings of
-                        // one buffer must not meet, and a buffer cannot be bound read-only
-                        // and writable in one dispatch.
+                        // Read-only slots share a dummy; the two writable slots a call can
+                        // leave unbound (the second tensor or Q out, 5, and the flag, 8) have
+                        // one each: two writable bindings of one buffer must not meet, and a
+                        // buffer cannot be bound read-only and writable in one dispatch (the
+                        // K and V caches, 9 and 10, are always bound).
                         None => {
-                            let dummy = match binding {
-                                5 | 9 | 10 => &self.dummy_rw,
-                                8 => &self.dummy_flag,
+                            let dummy = match (binding, access) {
+                                (8, _) => &self.dummy_flag,
+                                (_, Access::ReadWrite) => &self.dummy_rw,
                                 _ => &self.dummy,
                             };
                             (dummy, (0, dummy.size()))
@@ -577,10 +579,7 @@ impl Passes {
                     };
                     entries.push(entry(binding, buffer, window, access));
                 }
-                let layout = match key.kernel {
-                    Kernel::Fused => &self.fused_bind_group_layout,
-                    Kernel::Rope | Kernel::Sinusoidal => &self.bind_group_layout,
-                };
+                let layout = &self.layouts(key.kernel).group;
                 let group = bind::create(&self.device, layout, &rules, &entries)?;
                 Ok(BoundGroup { group, entries })
             })

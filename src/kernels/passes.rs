@@ -23,11 +23,9 @@ pub(crate) struct Passes {
     pub(crate) max_binding: u64,
     pub(crate) storage_align: u64,
     pub(crate) uniform_align: u64,
-    pub(crate) bind_group_layout: wgpu::BindGroupLayout,
-    pub(crate) pipeline_layout: wgpu::PipelineLayout,
-    /// The same for the fused QKV kernel.
-    pub(crate) fused_bind_group_layout: wgpu::BindGroupLayout,
-    pub(crate) fused_pipeline_layout: wgpu::PipelineLayout,
+    /// The pair passes' layouts (RoPE, sinusoidal), and the fused QKV kernel's.
+    pair_layouts: Layouts,
+    fused_layouts: Layouts,
     pub(crate) pipelines: Arc<Mutex<HashMap<Specialization, wgpu::ComputePipeline>>>,
     pub(crate) frequencies: Arc<Mutex<FrequencyCache>>,
     /// Bound to read-only slots a variant does not use (ids, offsets, caches).
@@ -49,6 +47,13 @@ pub(crate) struct Passes {
     pub(crate) scopes: Arc<super::scope::Scopes>,
 }
 
+/// A kernel's bind group layout and the pipeline layout over it.
+#[derive(Clone, Debug)]
+pub(crate) struct Layouts {
+    pub(crate) group: wgpu::BindGroupLayout,
+    pub(crate) pipeline: wgpu::PipelineLayout,
+}
+
 impl Passes {
     /// Wraps the caller's device and queue. Nothing is compiled until first use.
     ///
@@ -58,21 +63,18 @@ impl Passes {
     pub(crate) fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self> {
         let limits = device.limits();
         check_limits(&limits)?;
-        let layouts = |layout: &[(u32, super::bind::Access)]| {
+        let layouts = |kernel| {
             let group = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some("wgpu-posenc"),
-                entries: &super::bind::layout_entries(layout),
+                entries: &super::bind::layout_entries(&super::bind::layout_of(kernel)),
             });
             let pipeline = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                 label: Some("wgpu-posenc"),
                 bind_group_layouts: &[Some(&group)],
                 immediate_size: 0,
             });
-            (group, pipeline)
+            Layouts { group, pipeline }
         };
-        let (bind_group_layout, pipeline_layout) = layouts(&super::bind::layout_of(Kernel::Rope));
-        let (fused_bind_group_layout, fused_pipeline_layout) =
-            layouts(&super::bind::layout_of(Kernel::Fused));
         let dummy = |label| {
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
@@ -89,10 +91,8 @@ impl Passes {
                 .min(limits.max_buffer_size),
             storage_align: u64::from(limits.min_storage_buffer_offset_alignment).max(16),
             uniform_align: u64::from(limits.min_uniform_buffer_offset_alignment).max(16),
-            bind_group_layout,
-            pipeline_layout,
-            fused_bind_group_layout,
-            fused_pipeline_layout,
+            pair_layouts: layouts(Kernel::Rope),
+            fused_layouts: layouts(Kernel::Fused),
             pipelines: Arc::default(),
             frequencies: Arc::default(),
             dummy: dummy("wgpu-posenc unused read-only binding"),
@@ -219,10 +219,7 @@ impl Passes {
             self.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some("wgpu-posenc"),
-                    layout: Some(match spec.kernel() {
-                        Kernel::Fused => &self.fused_pipeline_layout,
-                        Kernel::Rope | Kernel::Sinusoidal => &self.pipeline_layout,
-                    }),
+                    layout: Some(&self.layouts(spec.kernel()).pipeline),
                     module: &module,
                     entry_point: Some("main"),
                     compilation_options: wgpu::PipelineCompilationOptions {
@@ -235,6 +232,14 @@ impl Passes {
         })?;
         cache.insert(spec, pipeline.clone());
         Ok(pipeline)
+    }
+
+    /// The bind group and pipeline layouts of `kernel`'s variants.
+    pub(crate) fn layouts(&self, kernel: Kernel) -> &Layouts {
+        match kernel {
+            Kernel::Fused => &self.fused_layouts,
+            Kernel::Rope | Kernel::Sinusoidal => &self.pair_layouts,
+        }
     }
 
     /// Runs `make` under validation and out-of-memory error scopes and returns what it
