@@ -4,10 +4,12 @@
 //! `.wgsl`) inserts that file once per variant, wherever it is first imported; `#ifdef NAME`,
 //! `#ifndef NAME`, `#else` and `#endif` keep lines for some variants only. A variant's defines
 //! are its kernel (`rope`, `sinusoidal`), pair layout (`interleaved`, `halfsplit`), width
-//! (`x1`, `x4`) and storage dtype (`f32`, `f16`, `bf16`); everything else a variant varies is
+//! (`x1`, `x4`) and storage dtype (`f32`, `f16`, `bf16`), and for the fused QKV kernel
+//! (`fused`) also the KV cache's dtype (`cache_f32`, …); everything else a variant varies is
 //! an override constant set at pipeline creation. The composed sources land in
-//! `$OUT_DIR/shaders.rs` as `SOURCES[kernel][pair layout][width][dtype]`, in the orders of
-//! the lists below (which `src/kernels/mod.rs` indexes by). A missing file, an unknown
+//! `$OUT_DIR/shaders.rs` as `SOURCES[kernel][pair layout][width][dtype]` and
+//! `FUSED[pair layout][width][dtype][cache dtype]`, in the orders of the lists below (which
+//! `Specialization::source` in `src/kernels/mod.rs` indexes by). A missing file, an unknown
 //! directive, an unbalanced `#ifdef`, or a file under `shaders/` no variant uses fails the
 //! build. naga validates every variant in `tests/shaders.rs`.
 //!

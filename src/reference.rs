@@ -116,10 +116,7 @@ pub fn rope_out(
         .scaling_seq_len
         .unwrap_or_else(|| positions.seq_len(src_layout, axes_count));
     let (freqs, factor) = frequencies(spec, r, seq_len).expect("valid scaling");
-    let axes = match spec.mrope {
-        Some(m) => m.axes(r / 2).expect("valid sections"),
-        None => vec![0; (r / 2) as usize],
-    };
+    let axes = spec.pair_axes(r).expect("valid sections");
     for b in 0..nb {
         for s in 0..ns {
             for h in 0..nh {

@@ -195,6 +195,14 @@ impl RopeSpec {
         self
     }
 
+    /// The M-RoPE axis of each of the `r / 2` pairs (all 0 without M-RoPE).
+    pub(crate) fn pair_axes(&self, r: u64) -> Result<Vec<u32>> {
+        match self.mrope {
+            Some(m) => m.axes(r / 2),
+            None => Ok(vec![0; (r / 2) as usize]),
+        }
+    }
+
     /// Checks the spec against a head dimension; returns the rotary dimension.
     pub(crate) fn validate(&self, head_dim: u64) -> Result<u64> {
         if head_dim == 0 || !head_dim.is_multiple_of(2) {

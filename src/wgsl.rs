@@ -104,10 +104,7 @@ impl RopeSpec {
     /// [`RopeSpec::scaling_seq_len`]; the other scalings ignore it.
     pub fn angle_words(&self, head_dim: u64, seq_len: u64) -> Result<AngleWords> {
         let r = self.validate(head_dim)?;
-        let axes = match self.mrope {
-            Some(m) => m.axes(r / 2)?,
-            None => vec![0; (r / 2) as usize],
-        };
+        let axes = self.pair_axes(r)?;
         let seq_len = self.scaling_seq_len.unwrap_or(seq_len);
         let angles = Angles::of(self, r, head_dim, seq_len)?;
         let words = angles

@@ -319,6 +319,26 @@ async fn vllm_cos_sin_cache_gives_the_cached_angles() {
     check(&input, &gpu, &expected, 2.0 * TOL, "cos/sin cache");
 }
 
+/// RoPE in place over 16-bit `input` of `dtype` (the element type a tensor of `layout`
+/// holds): the call's error, or the values after.
+async fn rope_u16(
+    ctx: &PosEnc,
+    input: &[u16],
+    dtype: Dtype,
+    spec: &RopeSpec,
+    layout: Layout,
+) -> wgpu_posenc::Result<Vec<u16>> {
+    let mut padded = input.to_vec();
+    // Buffers hold whole u32 words.
+    padded.resize(input.len().next_multiple_of(2), 0);
+    let data = buffer(ctx, bytemuck::cast_slice(&padded));
+    let mut encoder = ctx.device().create_command_encoder(&Default::default());
+    let view = TensorView::new(&data, layout).with_dtype(dtype);
+    ctx.encode_rope(&mut encoder, spec, &view, Positions::Start(999))?;
+    let words = read_f32(ctx, &data, encoder).await;
+    Ok(bytemuck::cast_slice::<f32, u16>(&words)[..input.len()].to_vec())
+}
+
 #[wasm_bindgen_test]
 async fn bf16_within_one_rounding() {
     use half::bf16;
@@ -337,16 +357,10 @@ async fn bf16_within_one_rounding() {
         ),
     ] {
         let input = guarded_u16(&mut rng, &layout, 5, |v| bf16::from_f32(v).to_bits());
-        let mut padded = input.clone();
-        padded.resize(input.len().next_multiple_of(2), 0);
-        let data = buffer(&ctx, bytemuck::cast_slice(&padded));
         let spec = RopeSpec::new().pair_layout(pair_layout);
-        let mut encoder = ctx.device().create_command_encoder(&Default::default());
-        let view = TensorView::new(&data, layout).with_dtype(Dtype::BF16);
-        ctx.encode_rope(&mut encoder, &spec, &view, Positions::Start(999))
+        let gpu = rope_u16(&ctx, &input, Dtype::BF16, &spec, layout)
+            .await
             .expect("bf16 runs on every adapter");
-        let words = read_f32(&ctx, &data, encoder).await;
-        let gpu = bytemuck::cast_slice::<f32, u16>(&words)[..input.len()].to_vec();
         let mut expected: Vec<f64> = input.iter().map(|&v| value(v)).collect();
         reference::rope(&spec, &layout, &mut expected, HostPositions::Start(999));
         assert_one_rounding(&input, &gpu, value, &expected, BF16, &format!("{layout:?}"));
@@ -354,15 +368,22 @@ async fn bf16_within_one_rounding() {
 }
 
 #[wasm_bindgen_test]
-async fn f16_runs_or_is_a_clear_error() {
+async fn f16_within_one_rounding_or_a_clear_error() {
+    use half::f16;
+    const F16: (i32, i32) = (10, -14);
     let ctx = ctx().await;
-    let layout = Layout::bhsd([1, 2, 8, 16]);
-    let data = buffer(&ctx, &vec![0x3c; 2 * 2 * 8 * 16]);
-    let mut encoder = ctx.device().create_command_encoder(&Default::default());
-    let view = TensorView::new(&data, layout).with_dtype(Dtype::F16);
-    let result = ctx.encode_rope(&mut encoder, &RopeSpec::new(), &view, Positions::Start(0));
+    let value = |b: u16| f16::from_bits(b).to_f64();
+    let layout = Layout::bhsd([1, 3, 11, 32]).with_offset(2);
+    let input = guarded_u16(&mut Rng::new(13), &layout, 5, |v| {
+        f16::from_f32(v).to_bits()
+    });
+    let spec = RopeSpec::new();
+    let result = rope_u16(&ctx, &input, Dtype::F16, &spec, layout).await;
     if ctx.device().features().contains(wgpu::Features::SHADER_F16) {
-        result.expect("f16 on an adapter with shader-f16");
+        let gpu = result.expect("f16 on an adapter with shader-f16");
+        let mut expected: Vec<f64> = input.iter().map(|&v| value(v)).collect();
+        reference::rope(&spec, &layout, &mut expected, HostPositions::Start(999));
+        assert_one_rounding(&input, &gpu, value, &expected, F16, "f16");
     } else {
         let err = result.expect_err("no shader-f16");
         assert!(
@@ -592,7 +613,16 @@ async fn bad_input_is_a_typed_error() {
         )
         .await
         .expect_err("odd rotary dim");
-    assert!(!err.to_string().is_empty());
+    assert!(
+        matches!(
+            err,
+            Error::InvalidRotaryDim {
+                rotary_dim: 17,
+                head_dim: 16
+            }
+        ),
+        "{err}"
+    );
     assert!(data.iter().all(|&v| v == 0.5), "nothing written on error");
 }
 

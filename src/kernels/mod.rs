@@ -241,15 +241,6 @@ impl Specialization {
             Dtype::F16 => 1,
             Dtype::BF16 => 2,
         };
-        let kernel = match self.op {
-            Op::Rope { .. } => 0,
-            Op::Sinusoidal { .. } => 1,
-            Op::Fused { cache, .. } => {
-                let pairs = usize::from(self.pair_layout == PairLayout::HalfSplit);
-                let width = usize::from(self.width == Width::X4);
-                return composed::FUSED[pairs][width][index(self.dtype)][index(cache)];
-            }
-        };
         let pairs = match self.pair_layout {
             PairLayout::Interleaved => 0,
             PairLayout::HalfSplit => 1,
@@ -258,7 +249,12 @@ impl Specialization {
             Width::X1 => 0,
             Width::X4 => 1,
         };
-        composed::SOURCES[kernel][pairs][width][index(self.dtype)]
+        let dtype = index(self.dtype);
+        match self.op {
+            Op::Rope { .. } => composed::SOURCES[0][pairs][width][dtype],
+            Op::Sinusoidal { .. } => composed::SOURCES[1][pairs][width][dtype],
+            Op::Fused { cache, .. } => composed::FUSED[pairs][width][dtype][index(cache)],
+        }
     }
 
     /// The override constants this variant sets.
@@ -358,35 +354,32 @@ impl Specialization {
         {
             for dtype in dtypes {
                 for cache in dtypes {
-                    let op = |paged, q_out| Op::Fused {
+                    let op = |paged, q_out, qk_norm| Op::Fused {
                         cache,
                         paged,
                         q_out,
-                        qk_norm: false,
+                        qk_norm,
                     };
                     let plain = Specialization {
-                        op: op(false, false),
+                        op: op(false, false, false),
                         ..Specialization::new(Kernel::Fused, pair_layout, width, dtype)
                     };
                     all.push(plain);
                     for positions in PositionMode::GPU {
                         all.push(Specialization { positions, ..plain });
                     }
-                    for (paged, q_out) in [(true, false), (false, true), (true, true)] {
+                    // QK-norm needs Q out.
+                    for (paged, q_out, norm) in [
+                        (true, false, false),
+                        (false, true, false),
+                        (true, true, false),
+                        (false, true, true),
+                    ] {
                         all.push(Specialization {
-                            op: op(paged, q_out),
+                            op: op(paged, q_out, norm),
                             ..plain
                         });
                     }
-                    all.push(Specialization {
-                        op: Op::Fused {
-                            cache,
-                            paged: false,
-                            q_out: true,
-                            qk_norm: true,
-                        },
-                        ..plain
-                    });
                 }
             }
         }

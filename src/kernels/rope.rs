@@ -119,10 +119,7 @@ impl Passes {
                 limit: self.max_binding,
             });
         }
-        let axes = match spec.mrope {
-            Some(m) => m.axes(pairs)?,
-            None => vec![0; pairs as usize],
-        };
+        let axes = spec.pair_axes(r)?;
         let mut rope = Rope {
             ctx: self.clone(),
             spec: spec.clone(),
