@@ -3,6 +3,7 @@
 
 use super::pass::{EncodeReport, PairPass, PassCache, PassPositions, PassView, Words};
 use super::{Kernel, Second, Specialization, Width};
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -222,15 +223,8 @@ impl Rope {
             }
             None => None,
         };
-        let by_len;
-        let angles = match &self.fixed {
-            Some(fixed) => fixed,
-            None => {
-                // A cache replaces the angles: no length needed.
-                by_len = self.angles_at(seq_len.or(cache.is_some().then_some(0)))?;
-                &by_len
-            }
-        };
+        // A cache replaces the angles: no length needed.
+        let angles = self.angles_at(seq_len.or(cache.is_some().then_some(0)))?;
         let layouts: Vec<&Layout> = views.iter().map(|v| &v.layout).collect();
         let (a, second, b) = match (&call.k, &call.output) {
             (Some(k), _) => (&call.tensor, Second::InPlace, Some(k)),
@@ -275,22 +269,23 @@ impl Rope {
         self.ctx.encode_rope_pass(encoder, pass)
     }
 
-    /// The frequencies at sequence length `seq_len` (length-dependent scalings keep the
-    /// last few).
     /// The angles of a call whose positions give HF's sequence length `seq_len` (`None`:
-    /// positions on the GPU), unless the spec sets its own.
-    pub(super) fn angles_at(&self, seq_len: Option<u64>) -> Result<Angles> {
+    /// positions on the GPU), unless the spec sets its own: borrowed when they do not depend
+    /// on the length, so that a call copies nothing.
+    pub(super) fn angles_at(&self, seq_len: Option<u64>) -> Result<Cow<'_, Angles>> {
         if let Some(fixed) = &self.fixed {
-            return Ok(fixed.clone());
+            return Ok(Cow::Borrowed(fixed));
         }
         match self.spec.scaling_seq_len.or(seq_len) {
-            Some(n) => self.angles_for(n),
+            Some(n) => self.angles_for(n).map(Cow::Owned),
             None => Err(Error::ScalingSeqLenNeeded {
                 scaling: self.spec.scaling.name(),
             }),
         }
     }
 
+    /// The frequencies at sequence length `seq_len` (length-dependent scalings keep the
+    /// last few).
     fn angles_for(&self, seq_len: u64) -> Result<Angles> {
         let mut kept = self.by_len.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, a)) = kept.iter().find(|(n, _)| *n == seq_len) {
