@@ -137,14 +137,27 @@ fn fused_qk_norm_and_rope_match_hf() {
         // HF's q_out [hq, S, d] and k_out [hkv, S, d]; the cache holds K as [S, hkv, d].
         let (want_q, want_k) = (flat(&case["q_out"]), flat(&case["k_out"]));
         let got_q = read(&q_out);
-        let got_k_cache = read(&k_cache);
-        let got_k: Vec<f64> = (0..hkv)
-            .flat_map(|h| (0..s).map(move |t| (h, t)))
-            .flat_map(|(h, t)| {
-                let at = reference::row_start(&cache_layout, 0, h, t) as usize;
-                got_k_cache[at..at + d as usize].to_vec()
-            })
-            .collect();
+        // A cache [S, hkv, d] in HF's order [hkv, S, d].
+        let heads_first = |cache: &[f64]| -> Vec<f64> {
+            (0..hkv)
+                .flat_map(|h| (0..s).map(move |t| (h, t)))
+                .flat_map(|(h, t)| {
+                    let at = reference::row_start(&cache_layout, 0, h, t) as usize;
+                    cache[at..at + d as usize].to_vec()
+                })
+                .collect()
+        };
+        let got_k = heads_first(&read(&k_cache));
+        // V (K's input values again) is copied as it is: neither normalized nor rotated.
+        let got_v = heads_first(&read(&v_cache));
+        let k_in: Vec<f64> = k.iter().map(|&v| f64::from(v)).collect();
+        assert!(
+            got_v
+                .iter()
+                .zip(&k_in)
+                .all(|(g, x)| g.to_bits() == x.to_bits()),
+            "{name}: V cache differs from V"
+        );
         let worst = |got: &[f64], want: &[f64]| {
             assert_eq!(got.len(), want.len());
             got.iter()
@@ -180,9 +193,12 @@ fn fused_qk_norm_and_rope_match_hf() {
             reference::HostCacheIndex::Slots(&slots_i),
             Some(&norm),
         );
-        let er = worst(&q_ref, &want_q);
-        eprintln!("{name}: reference vs HF, Q {er:.2e}");
-        assert!(er < 1e-9, "{name}: reference {er:e}");
+        let (er_q, er_k) = (worst(&q_ref, &want_q), worst(&heads_first(&kc), &want_k));
+        eprintln!("{name}: reference vs HF, Q {er_q:.2e}, K {er_k:.2e}");
+        assert!(
+            er_q < 1e-9 && er_k < 1e-9,
+            "{name}: reference Q {er_q:e}, K {er_k:e}"
+        );
     }
 }
 
