@@ -324,14 +324,27 @@ impl Rope {
             scale: angles.attention_factor,
             tokens: 1,
             cache_len: views.k_cache.layout.shape[2] as u32,
-            cache_stride_b: if slots.is_some() { 0 } else { cb },
+            cache_stride_b: if slots.is_some() || views.k_cache.layout.shape[2] == 0 {
+                0
+            } else {
+                cb
+            },
             cache_stride_h: ch,
             cache_stride_p: cp,
             norm_eps: call.qk_norm.map_or(0.0, |n| n.eps),
             ..Params::default()
         };
-        let (k, k_base) = self.tensor_window(views.k_cache, "the K cache")?;
-        let (v, v_base) = self.tensor_window(views.v_cache, "the V cache")?;
+        // An empty cache (no entries) binds the dummies: every token is past it, so
+        // nothing is stored there and each is flagged.
+        let cache = |view: &TensorView<'c>, what| -> Result<(Slot, u64)> {
+            if view.layout.shape[2] == 0 {
+                return Ok((None, 0));
+            }
+            let (w, base) = self.tensor_window(view, what)?;
+            Ok((Some((view.buffer.clone(), w)), base))
+        };
+        let (k, k_base) = cache(views.k_cache, "the K cache")?;
+        let (v, v_base) = cache(views.v_cache, "the V cache")?;
         let flag = match call.cache.overflow_flag {
             Some(f) => {
                 let f = words(f, 1, "KV cache overflow flag")?;
@@ -341,11 +354,7 @@ impl Rope {
             }
             None => None,
         };
-        let shared = [
-            flag,
-            Some((views.k_cache.buffer.clone(), k)),
-            Some((views.v_cache.buffer.clone(), v)),
-        ];
+        let shared = [flag, k, v];
         Ok(Block {
             spec,
             params,

@@ -36,6 +36,9 @@ pub(crate) struct Passes {
     /// Bound to the cache-flag slot when unused: a writable slot of its own, since two
     /// writable bindings of one buffer must not overlap (WebGPU).
     pub(crate) dummy_flag: wgpu::Buffer,
+    /// Bound to the fused kernel's K and V cache slots when the cache is empty (nothing is
+    /// stored there): one writable buffer each, for the same reason.
+    pub(crate) dummy_kv: [wgpu::Buffer; 2],
     /// Bind groups of recent small passes (see `kernels::pass::BindCache`).
     pub(crate) bind_groups: Arc<Mutex<super::cache::BindCache>>,
     /// The last frequencies a pass asked for, packed.
@@ -98,6 +101,10 @@ impl Passes {
             dummy: dummy("wgpu-posenc unused read-only binding"),
             dummy_rw: dummy("wgpu-posenc unused second tensor"),
             dummy_flag: dummy("wgpu-posenc unused cache flag"),
+            dummy_kv: [
+                dummy("wgpu-posenc empty K cache"),
+                dummy("wgpu-posenc empty V cache"),
+            ],
             bind_groups: Arc::default(),
             last_frequencies: Arc::default(),
             #[cfg(feature = "capture")]
@@ -110,7 +117,8 @@ impl Passes {
     /// contents of the buffers it creates), so that the dispatches can be replayed elsewhere.
     #[cfg(feature = "capture")]
     pub(crate) fn with_capture(mut self, capture: &super::capture::Capture) -> Self {
-        for dummy in [&self.dummy, &self.dummy_rw, &self.dummy_flag] {
+        let [k, v] = &self.dummy_kv;
+        for dummy in [&self.dummy, &self.dummy_rw, &self.dummy_flag, k, v] {
             capture.note_buffer(dummy, &vec![0; dummy.size() as usize]);
         }
         self.capture = Some(capture.clone());
