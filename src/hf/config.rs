@@ -63,14 +63,6 @@ pub(super) struct TopConfig {
     pub text_config: Option<Obj>,
 }
 
-/// What a layer of Gemma's `layer_types` is.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum LayerKind {
-    SlidingAttention,
-    FullAttention,
-}
-
 /// The text config: every key a family's configuration class reads for RoPE.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -86,6 +78,8 @@ pub(super) struct TextConfig {
     pub hidden_size: Option<Whole>,
     pub num_attention_heads: Option<Whole>,
     pub num_hidden_layers: Option<Whole>,
+    /// GPT-J's name of `num_hidden_layers`.
+    pub n_layer: Option<Whole>,
     pub max_position_embeddings: Option<Whole>,
     pub original_max_position_embeddings: Option<Whole>,
     /// GPT-NeoX.
@@ -105,7 +99,8 @@ pub(super) struct TextConfig {
     /// Gemma.
     pub rope_local_base_freq: Option<f64>,
     pub global_head_dim: Option<Whole>,
-    pub layer_types: Option<Vec<LayerKind>>,
+    /// Each layer's attention kind, as transformers names them.
+    pub layer_types: Option<Vec<String>>,
     pub sliding_window_pattern: Option<Whole>,
     /// The epsilon of the model's RMS norms (Qwen3 and Gemma 3 QK-norm).
     pub rms_norm_eps: Option<f64>,

@@ -221,7 +221,7 @@ impl Reader<'_> {
                 .pair_layout(PairLayout::Interleaved),
             head_dim: self.head_dim(Some(128))?,
         };
-        let n = self.num_layers(Some(48));
+        let n = self.num_layers()?;
         let interval = self.text.no_rope_layer_interval.map_or(4, |w| w.0).max(1);
         let listed: Vec<bool> = self
             .text
@@ -285,7 +285,10 @@ impl Reader<'_> {
                 head_dim,
             });
         }
-        let layers = self.sliding_or_full(Some(26), false);
+        let layers = self.sliding_or_full(
+            "sliding_attention or full_attention (the layer types Gemma 3 has RoPE for)",
+            false,
+        )?;
         let mut ropes = ropes.into_iter();
         Ok(HfRope {
             model_type,
@@ -340,7 +343,10 @@ impl Reader<'_> {
                 }),
             ));
         }
-        let layers = self.sliding_or_full(None, true);
+        let layers = self.sliding_or_full(
+            "sliding_attention or full_attention (the layer types Gemma 4 has RoPE for)",
+            true,
+        )?;
         Ok(HfRope {
             model_type,
             layer_types,

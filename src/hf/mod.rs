@@ -70,8 +70,19 @@ pub struct HfQkNorm {
 }
 
 impl HfRope {
+    /// The most layers a config may declare (`num_hidden_layers`): the per-layer table is
+    /// allocated from it. Models have at most a few hundred.
+    pub const MAX_LAYERS: u64 = 1 << 16;
+
     /// Reads `config` (the contents of `config.json`) as transformers 5.x does. Needs the
     /// cargo feature `hf-config`.
+    ///
+    /// The layer count is `num_hidden_layers` (GPT-J: `n_layer`), else the family's class
+    /// default, at most [`HfRope::MAX_LAYERS`]; `layer_types`, where the file has them, must
+    /// be names transformers accepts (legacy ones such as `"attention"` are renamed as it
+    /// renames them) and as many as the layers, or the config is refused as transformers
+    /// refuses it. They decide the RoPE of Gemma 3 and 4 layers; other families' layers all
+    /// rotate alike whatever their attention kind (Llama 4: `no_rope_layers` decides).
     pub fn from_config(config: &Value) -> Result<Self> {
         let top: TopConfig = top_level(config)?;
         let model_type = top.model_type.ok_or(FrequencyError::MissingConfigKey {
@@ -90,7 +101,6 @@ impl HfRope {
             (_, false) => model_type,
         };
         let family = text_type.strip_suffix("_text").unwrap_or(&text_type);
-        let read = Reader { text: &text };
         let qk_norm = match family {
             // Qwen3RMSNorm, Qwen3MoeRMSNorm, Qwen3VLTextRMSNorm: `w * x / rms`.
             "qwen3" | "qwen3_moe" | "qwen3_vl" | "qwen3_vl_moe" => Some(NormWeight::Scale),
@@ -103,41 +113,21 @@ impl HfRope {
             weight,
             eps: text.rms_norm_eps.unwrap_or(1e-6) as f32,
         });
-        let with_norm = |mut rope: HfRope| {
-            rope.qk_norm = qk_norm;
-            Ok(rope)
+        let Some(read_family) = FAMILIES.iter().find(|f| f.names.contains(&family)) else {
+            return Err(FrequencyError::UnsupportedModelType {
+                model_type: text_type,
+                families: family_names(),
+            }
+            .into());
         };
-        let rope = match family {
-            "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe" => {
-                read.llama_like(10_000.0, PairLayout::HalfSplit)?
-            }
-            "llama4" => return with_norm(read.llama4(text_type)?),
-            "qwen2_vl" | "qwen2_5_vl" => read.qwen_vl(1e6, [16, 24, 24], false, None)?,
-            "qwen3_vl" | "qwen3_vl_moe" => {
-                read.qwen_vl(500_000.0, [24, 20, 20], true, Some(128))?
-            }
-            "phi3" => read.phi3()?,
-            "gpt_neox" => read.gpt_neox()?,
-            "gptj" => read.gptj()?,
-            "deepseek_v2" => read.deepseek(false)?,
-            "deepseek_v3" => read.deepseek(true)?,
-            "gemma3" => return with_norm(read.gemma3(text_type)?),
-            "gemma4" => return with_norm(read.gemma4(text_type)?),
-            "gpt_oss" => read.gpt_oss()?,
-            _ => {
-                return Err(FrequencyError::UnsupportedModelType {
-                    model_type: text_type,
-                }
-                .into());
-            }
+        let read = Reader {
+            text: &text,
+            default_layers: read_family.layers,
         };
-        let layers = read.num_layers(None);
-        Ok(Self {
-            model_type: text_type,
-            layer_types: vec![("full_attention".into(), Some(rope))],
-            layers: vec![0; layers as usize],
-            qk_norm,
-        })
+        read.check_layer_types()?;
+        let mut rope = (read_family.read)(&read, text_type)?;
+        rope.qk_norm = qk_norm;
+        Ok(rope)
     }
 
     /// The RoPE of layer `layer`: `None` past the last layer or for a layer without RoPE.
@@ -178,6 +168,99 @@ impl HfRope {
             }),
         }
     }
+}
+
+/// A family `HfRope::from_config` reads: its `model_type`s (the text config's, `_text`
+/// stripped), its config class's default `num_hidden_layers` (transformers 5.24), and how
+/// its RoPE is read.
+struct Family {
+    names: &'static [&'static str],
+    layers: u64,
+    read: fn(&Reader<'_>, String) -> Result<HfRope>,
+}
+
+/// Every family read, in one table: the dispatch and the error's list both come from it.
+static FAMILIES: &[Family] = &[
+    Family {
+        names: &["llama", "mistral", "mixtral", "qwen2", "qwen3"],
+        layers: 32,
+        read: |r, t| r.uniform(t, r.llama_like(10_000.0, PairLayout::HalfSplit)?),
+    },
+    Family {
+        names: &["qwen2_moe", "qwen3_moe"],
+        layers: 24,
+        read: |r, t| r.uniform(t, r.llama_like(10_000.0, PairLayout::HalfSplit)?),
+    },
+    Family {
+        names: &["llama4"],
+        layers: 48,
+        read: |r, t| r.llama4(t),
+    },
+    Family {
+        names: &["qwen2_vl", "qwen2_5_vl"],
+        layers: 80,
+        read: |r, t| r.uniform(t, r.qwen_vl(1e6, [16, 24, 24], false, None)?),
+    },
+    Family {
+        names: &["qwen3_vl"],
+        layers: 32,
+        read: |r, t| r.uniform(t, r.qwen_vl(500_000.0, [24, 20, 20], true, Some(128))?),
+    },
+    Family {
+        names: &["qwen3_vl_moe"],
+        layers: 24,
+        read: |r, t| r.uniform(t, r.qwen_vl(500_000.0, [24, 20, 20], true, Some(128))?),
+    },
+    Family {
+        names: &["phi3"],
+        layers: 32,
+        read: |r, t| r.uniform(t, r.phi3()?),
+    },
+    Family {
+        names: &["gpt_neox"],
+        layers: 44,
+        read: |r, t| r.uniform(t, r.gpt_neox()?),
+    },
+    Family {
+        names: &["gptj"],
+        layers: 28,
+        read: |r, t| r.uniform(t, r.gptj()?),
+    },
+    Family {
+        names: &["deepseek_v2"],
+        layers: 32,
+        read: |r, t| r.uniform(t, r.deepseek(false)?),
+    },
+    Family {
+        names: &["deepseek_v3"],
+        layers: 61,
+        read: |r, t| r.uniform(t, r.deepseek(true)?),
+    },
+    Family {
+        names: &["gemma3"],
+        layers: 26,
+        read: |r, t| r.gemma3(t),
+    },
+    Family {
+        names: &["gemma4"],
+        layers: 30,
+        read: |r, t| r.gemma4(t),
+    },
+    Family {
+        names: &["gpt_oss"],
+        layers: 36,
+        read: |r, t| r.uniform(t, r.gpt_oss()?),
+    },
+];
+
+/// The `model_type`s read, comma-separated (for the error of any other).
+fn family_names() -> String {
+    FAMILIES
+        .iter()
+        .flat_map(|f| f.names)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Whether `config` has a `text_config` object.
@@ -228,7 +311,10 @@ impl Scaling {
     ///   `max_position_embeddings`.
     pub fn from_hf_config(config: &Value) -> Result<(Scaling, f64, Option<f64>), FrequencyError> {
         let text: TextConfig = top_level(config)?;
-        let read = Reader { text: &text };
+        let read = Reader {
+            text: &text,
+            default_layers: 0,
+        };
         let dict = read.rope_dict()?;
         let theta = read.theta(&dict, 10_000.0);
         let partial = read.partial_rotary_factor(&dict);

@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use super::config::{LayerKind, Obj, RopeDict, TextConfig, parse};
+use super::HfRope;
+use super::config::{Obj, RopeDict, TextConfig, parse};
 use crate::frequencies::{
     FrequencyError, Llama3, LongRope, Scaling, Yarn, longrope_attention_factor,
 };
@@ -12,6 +13,49 @@ use crate::frequencies::{
 /// The text config being read.
 pub(super) struct Reader<'a> {
     pub(super) text: &'a TextConfig,
+    /// The family's default `num_hidden_layers`.
+    pub(super) default_layers: u64,
+}
+
+/// The `layer_types` entries transformers 5.24 accepts (`ALLOWED_ATTN_LAYER_TYPES`), and the
+/// legacy names it renames to them (`_LEGACY_LAYER_TYPE_REMAP`); any other name fails its
+/// config's validation. `tests/hf_layers.rs` checks both against transformers' answers.
+const LAYER_TYPES: [&str; 14] = [
+    "full_attention",
+    "sliding_attention",
+    "chunked_attention",
+    "window_attention",
+    "indexed_attention",
+    "compressed_sparse_attention",
+    "heavily_compressed_attention",
+    "minimax_m3_sparse",
+    "conv",
+    "moe",
+    "hybrid",
+    "hybrid_sliding",
+    "reference_sliding_attention",
+    "linear_attention",
+];
+const LEGACY_LAYER_TYPES: [(&str, &str); 4] = [
+    ("mamba", "linear_attention"),
+    ("attention", "full_attention"),
+    ("deepseek_sparse_attention", "indexed_attention"),
+    ("qwen_sparse_attention", "indexed_attention"),
+];
+
+/// A `layer_types` entry as transformers reads it: its name after the legacy renaming, or
+/// `None` when transformers refuses it.
+fn layer_type(name: &str) -> Option<&'static str> {
+    LAYER_TYPES
+        .iter()
+        .find(|&&t| t == name)
+        .copied()
+        .or_else(|| {
+            LEGACY_LAYER_TYPES
+                .iter()
+                .find(|(old, _)| *old == name)
+                .map(|(_, new)| *new)
+        })
 }
 
 impl Reader<'_> {
@@ -69,12 +113,65 @@ impl Reader<'_> {
         }
     }
 
-    pub(super) fn num_layers(&self, default: Option<u64>) -> u64 {
-        self.text
+    /// `num_hidden_layers` (GPT-J's `n_layer`), else the family's default; at most
+    /// [`HfRope::MAX_LAYERS`].
+    pub(super) fn num_layers(&self) -> Result<u64, FrequencyError> {
+        let t = self.text;
+        let n = t
             .num_hidden_layers
-            .map(|w| w.0)
-            .or(default)
-            .unwrap_or(0)
+            .or(t.n_layer)
+            .map_or(self.default_layers, |w| w.0);
+        if n > HfRope::MAX_LAYERS {
+            return Err(FrequencyError::InvalidConfigValue {
+                key: "num_hidden_layers".into(),
+                expected: "at most HfRope::MAX_LAYERS (65536) layers",
+                found: n.to_string(),
+            });
+        }
+        Ok(n)
+    }
+
+    /// `layer_types` as transformers' config validation takes them: every entry a name it
+    /// accepts, as many as the layers. Returns them renamed as it renames them.
+    pub(super) fn check_layer_types(&self) -> Result<Option<Vec<&'static str>>, FrequencyError> {
+        let Some(kinds) = &self.text.layer_types else {
+            return Ok(None);
+        };
+        let names = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                layer_type(k).ok_or_else(|| FrequencyError::InvalidConfigValue {
+                    key: format!("layer_types[{i}]"),
+                    expected: "a layer type transformers 5.x accepts (full_attention, \
+                               sliding_attention, chunked_attention, linear_attention, ...)",
+                    found: format!("{k:?}"),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let n = self.num_layers()?;
+        if names.len() as u64 != n {
+            return Err(FrequencyError::InvalidConfigValue {
+                key: "layer_types".into(),
+                expected: "one entry per layer (num_hidden_layers, else the family's default)",
+                found: format!("{} entries for {n} layers", names.len()),
+            });
+        }
+        Ok(Some(names))
+    }
+
+    /// A model whose layers all rotate alike.
+    pub(super) fn uniform(
+        &self,
+        model_type: String,
+        rope: super::LayerRope,
+    ) -> crate::error::Result<HfRope> {
+        Ok(HfRope {
+            model_type,
+            layer_types: vec![("full_attention".into(), Some(rope))],
+            layers: vec![0; self.num_layers()? as usize],
+            qk_norm: None,
+        })
     }
 
     /// The scaling of `dict`; `original` overrides where a family fixes the original length
@@ -124,24 +221,34 @@ impl Reader<'_> {
     }
 
     /// Per layer, 0 for `sliding_attention` and 1 for `full_attention`: the config's
-    /// `layer_types`, else every `sliding_window_pattern`-th layer (default 6) global, and
-    /// with `last_full` the last one too (Gemma 4).
+    /// `layer_types` (any other kind is refused: `family` has RoPE parameters for these two
+    /// only), else every `sliding_window_pattern`-th layer (default 6) global, and with
+    /// `last_full` the last one too (Gemma 4).
     pub(super) fn sliding_or_full(
         &self,
-        default_layers: Option<u64>,
+        family: &'static str,
         last_full: bool,
-    ) -> Vec<usize> {
-        if let Some(kinds) = &self.text.layer_types {
+    ) -> Result<Vec<usize>, FrequencyError> {
+        if let Some(kinds) = self.check_layer_types()? {
             return kinds
                 .iter()
-                .map(|k| usize::from(*k == LayerKind::FullAttention))
+                .enumerate()
+                .map(|(i, &k)| match k {
+                    "sliding_attention" => Ok(0),
+                    "full_attention" => Ok(1),
+                    _ => Err(FrequencyError::InvalidConfigValue {
+                        key: format!("layer_types[{i}]"),
+                        expected: family,
+                        found: format!("{k:?}"),
+                    }),
+                })
                 .collect();
         }
-        let n = self.num_layers(default_layers);
+        let n = self.num_layers()?;
         let pattern = self.text.sliding_window_pattern.map_or(6, |w| w.0).max(1);
-        (0..n)
+        Ok((0..n)
             .map(|i| usize::from((i + 1).is_multiple_of(pattern) || (last_full && i + 1 == n)))
-            .collect()
+            .collect())
     }
 }
 
