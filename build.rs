@@ -14,8 +14,10 @@
 //! build. naga validates every variant in `tests/shaders.rs`.
 //!
 //! The functions exported for users' own kernels (`shaders/export/`, `wgpu_posenc::wgsl`)
-//! are composed the same way with the scalar width, and every name declared in them is
-//! prefixed `posenc_` so that they can sit beside any kernel's own names.
+//! are composed the same way with the scalar width; only the declarations the exported
+//! functions reach are kept, and every name they declare (functions, structs, aliases,
+//! constants, overrides, variables) is prefixed `posenc_` in code (not in comments), so that
+//! they can sit beside any kernel's own names.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -29,10 +31,24 @@ const DTYPES: [&str; 3] = ["f32", "f16", "bf16"];
 const CACHE_DTYPES: [&str; 3] = ["cache_f32", "cache_f16", "cache_bf16"];
 /// Standalone shaders, read whole by the code that uses them.
 const STANDALONE: [&str; 1] = ["identity"];
-/// The exported modules: entry file and the name of its constant.
-const EXPORTS: [(&str, &str); 2] = [
-    ("export/rope", "EXPORT_ROPE"),
-    ("export/binding", "EXPORT_ROPE_BINDING"),
+/// The exported modules: entry file, the name of its constant, and the functions and
+/// bindings a user's kernel calls (with what they use, all that is exported).
+const EXPORTS: [(&str, &str, &[&str]); 2] = [
+    (
+        "export/rope",
+        "EXPORT_ROPE",
+        &["rope_cos_sin", "rope_rotate"],
+    ),
+    (
+        "export/binding",
+        "EXPORT_ROPE_BINDING",
+        &[
+            "rope_cos_sin",
+            "rope_rotate",
+            "angle_words",
+            "rope_pair_cos_sin",
+        ],
+    ),
 ];
 /// What the exported names start with.
 const PREFIX: &str = "posenc_";
@@ -79,17 +95,21 @@ fn main() {
         Some("fused"),
         &[&PAIR_LAYOUTS, &WIDTHS, &DTYPES, &CACHE_DTYPES],
     );
-    for (entry, constant) in EXPORTS {
+    for (entry, constant, roots) in EXPORTS {
         let mut source = String::new();
         let mut seen = BTreeSet::new();
         compose(root, entry, &["x1"], &mut seen, &mut source)
             .unwrap_or_else(|e| panic!("shaders ({entry}): {e}"));
         used.extend(seen);
-        writeln!(out, "/// `shaders/{entry}.wgsl`, composed, names prefixed.").unwrap();
+        writeln!(
+            out,
+            "/// `shaders/{entry}.wgsl`, composed, what its roots use, names prefixed."
+        )
+        .unwrap();
         writeln!(
             out,
             "pub(crate) const {constant}: &str = {:?};",
-            prefixed(&source)
+            exported(&source, roots)
         )
         .unwrap();
     }
@@ -179,32 +199,156 @@ fn compose(
     Ok(())
 }
 
-/// `source` with every module-scope name it declares (fn, struct, alias, var) prefixed.
-fn prefixed(source: &str) -> String {
-    let mut declared = BTreeSet::new();
-    for line in source.lines() {
-        let rest = ["fn ", "struct ", "alias "]
-            .iter()
-            .find_map(|k| line.strip_prefix(k))
-            .or_else(|| {
-                line.split_once("var<")
-                    .and_then(|(_, r)| r.split_once('>'))
-                    .map(|(_, r)| r)
-            });
-        if let Some(rest) = rest {
-            let name: String = rest
-                .trim_start()
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                declared.insert(name);
+/// One module-scope declaration of a composed source: its lines (with the comment lines
+/// right above it) and the name it declares.
+struct Item {
+    name: String,
+    text: String,
+}
+
+/// The keywords that open a module-scope declaration, before its name.
+const DECLARES: [&str; 5] = ["fn ", "struct ", "alias ", "const ", "override "];
+
+/// The code of `line` without its `//` comment.
+fn code(line: &str) -> &str {
+    line.split_once("//").map_or(line, |(c, _)| c)
+}
+
+/// The identifiers of `text`'s code (comments left out).
+fn words(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .flat_map(|l| {
+            code(l)
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The name a module-scope line declares, if it starts a declaration.
+fn declared(line: &str) -> Option<String> {
+    let rest = DECLARES
+        .iter()
+        .find_map(|k| line.strip_prefix(k))
+        .or_else(|| {
+            line.split_once("var<")
+                .and_then(|(_, r)| r.split_once('>'))
+                .map(|(_, r)| r)
+        })?;
+    let name: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// The module-scope declarations of `source`, and the comment block that opens it (the
+/// entry file's header). Comment blocks that stand apart from any declaration (a file's
+/// header) are dropped.
+fn items(source: &str) -> (String, Vec<Item>) {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut header = String::new();
+    let mut i = 0;
+    while i < lines.len() && lines[i].starts_with("//") {
+        header.push_str(lines[i]);
+        header.push('\n');
+        i += 1;
+    }
+    let mut items = Vec::new();
+    let mut comments = String::new();
+    while i < lines.len() {
+        let line = lines[i];
+        i += 1;
+        if line.starts_with("//") {
+            comments.push_str(line);
+            comments.push('\n');
+            continue;
+        }
+        let Some(name) = declared(line) else {
+            assert!(
+                line.trim().is_empty(),
+                "exported WGSL: a module-scope line that declares nothing: {line}"
+            );
+            comments.clear();
+            continue;
+        };
+        let mut text = std::mem::take(&mut comments);
+        text.push_str(line);
+        text.push('\n');
+        // A body in braces ends at a `}` in the first column; anything else at its `;`.
+        if code(line).trim_end().ends_with('{') {
+            while i < lines.len() {
+                text.push_str(lines[i]);
+                text.push('\n');
+                i += 1;
+                if lines[i - 1] == "}" {
+                    break;
+                }
+            }
+        } else {
+            while !code(text.lines().last().unwrap_or(""))
+                .trim_end()
+                .ends_with(';')
+            {
+                text.push_str(lines[i]);
+                text.push('\n');
+                i += 1;
             }
         }
+        items.push(Item { name, text });
     }
-    let mut out = String::with_capacity(source.len() + 1024);
+    (header, items)
+}
+
+/// The exported text of `source`: the declarations `roots` reach (through the names their
+/// code uses), in their order, every declared name prefixed in code (comments keep their
+/// words), after the entry file's header comment.
+fn exported(source: &str, roots: &[&str]) -> String {
+    let (header, items) = items(source);
+    let declared: BTreeSet<String> = items.iter().map(|it| it.name.clone()).collect();
+    let mut keep: BTreeSet<String> = roots.iter().map(|r| r.to_string()).collect();
+    for root in roots {
+        assert!(
+            declared.contains(*root),
+            "exported WGSL: {root} is not declared"
+        );
+    }
+    loop {
+        let more: BTreeSet<String> = items
+            .iter()
+            .filter(|it| keep.contains(&it.name))
+            .flat_map(|it| words(&it.text))
+            .filter(|w| declared.contains(w) && !keep.contains(w))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        keep.extend(more);
+    }
+    let mut out = header;
+    for item in items.iter().filter(|it| keep.contains(&it.name)) {
+        out.push('\n');
+        for line in item.text.lines() {
+            let (c, comment) = match line.find("//") {
+                Some(at) => line.split_at(at),
+                None => (line, ""),
+            };
+            out.push_str(&prefixed(c, &declared));
+            out.push_str(comment);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `code` with every name of `declared` prefixed.
+fn prefixed(code: &str, declared: &BTreeSet<String>) -> String {
+    let mut out = String::with_capacity(code.len() + 64);
     let mut word = String::new();
-    for c in source.chars().chain(std::iter::once('\n')) {
+    for c in code.chars().chain(std::iter::once('\n')) {
         if c.is_ascii_alphanumeric() || c == '_' {
             word.push(c);
             continue;

@@ -36,8 +36,11 @@ pub enum Error {
     /// The adapter refused the device request.
     #[error("requesting a device failed: {0}")]
     RequestDevice(#[from] wgpu::RequestDeviceError),
-    /// `head_dim` is zero or odd.
-    #[error("head_dim {head_dim} must be even and non-zero: RoPE rotates pairs of elements")]
+    /// `head_dim` is zero, odd, or above [`crate::RopeSpec::MAX_HEAD_DIM`].
+    #[error(
+        "head_dim {head_dim} must be even, non-zero and at most 1048576 \
+         (RopeSpec::MAX_HEAD_DIM): RoPE rotates pairs of elements"
+    )]
     InvalidHeadDim {
         /// The value given.
         head_dim: u64,
@@ -385,6 +388,23 @@ pub enum Error {
         /// Bytes one binding may cover.
         limit: u64,
     },
+    /// Two views of one buffer (Q and K, or source and output) may share one binding, so
+    /// each is planned within half of it, and one row does not fit half.
+    #[error(
+        "two views of one buffer share one binding here, so each view's blocks get half of the \
+         {limit}-byte binding, and one {row_bytes}-byte row (with its alignment) does not fit \
+         half: lift PosEnc::with_max_binding_size (or the device's \
+         max_storage_buffer_binding_size) to at least {need} bytes, or put the second view \
+         in a buffer of its own"
+    )]
+    SharedRowTooLarge {
+        /// Bytes one row spans.
+        row_bytes: u64,
+        /// Bytes one binding may cover.
+        limit: u64,
+        /// The binding size that would do.
+        need: u64,
+    },
     /// Mapping a buffer for readback failed.
     #[error("reading back from the device failed: {0}")]
     Map(#[from] wgpu::BufferAsyncError),
@@ -404,7 +424,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum FrequencyError {
     /// The rotary dimension is zero or odd.
     #[error(
-        "rotary_dim must be even and greater than 0, got {rotary_dim}; RoPE rotates pairs of \
+        "rotary_dim must be even, greater than 0 and at most 1048576 (RopeSpec::MAX_HEAD_DIM), \
+         got {rotary_dim}; RoPE rotates pairs of \
          elements, so pass the number of rotated elements of a head (head_dim, or \
          head_dim * partial_rotary_factor rounded down to an even number)"
     )]
@@ -577,14 +598,14 @@ pub enum FrequencyError {
     },
     /// The HF config's `model_type` is not a family whose RoPE this crate reads.
     #[error(
-        "model_type \"{model_type}\" is not a family this crate reads RoPE for (llama, mistral, \
-         mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, llama4, qwen2_vl, qwen2_5_vl, qwen3_vl, \
-         phi3, gpt_neox, gptj, deepseek_v2, deepseek_v3, gemma3, gemma4, gpt_oss); build the RopeSpec \
-         by hand from the model's modeling code"
+        "model_type \"{model_type}\" is not a family this crate reads RoPE for ({families}); \
+         build the RopeSpec by hand from the model's modeling code"
     )]
     UnsupportedModelType {
         /// The model type found.
         model_type: String,
+        /// The model types read, comma-separated.
+        families: String,
     },
     /// A config that HF transformers itself refuses or fails on.
     #[error("HF transformers 5.x cannot run {what}")]
@@ -595,7 +616,7 @@ pub enum FrequencyError {
     /// The HF config names a rope type this crate does not compute.
     #[error(
         "unsupported rope_type \"{rope_type}\"; supported: default, linear, dynamic, yarn, \
-         longrope (or legacy su), llama3"
+         longrope (or legacy su), llama3, proportional"
     )]
     UnsupportedRopeType {
         /// The rope type found.

@@ -72,15 +72,26 @@ pub struct MRope {
 }
 
 impl MRope {
-    /// The axis (0, 1, 2) of each of the `pairs` pairs.
-    pub fn axes(&self, pairs: u64) -> Result<Vec<u32>> {
+    /// Checks that the sections cover `pairs` pairs (at most half of
+    /// [`RopeSpec::MAX_HEAD_DIM`]).
+    pub fn check(&self, pairs: u64) -> Result<()> {
         let [t, h, w] = self.section;
-        if t.checked_add(h).and_then(|v| v.checked_add(w)) != Some(pairs) {
+        if t.checked_add(h).and_then(|v| v.checked_add(w)) != Some(pairs)
+            || pairs > RopeSpec::MAX_HEAD_DIM / 2
+        {
             return Err(Error::InvalidMRopeSection {
                 section: self.section,
                 pairs,
             });
         }
+        Ok(())
+    }
+
+    /// The axis (0, 1, 2) of each of the `pairs` pairs (an error where [`MRope::check`]
+    /// fails).
+    pub fn axes(&self, pairs: u64) -> Result<Vec<u32>> {
+        self.check(pairs)?;
+        let [t, h, w] = self.section;
         Ok((0..pairs)
             .map(|j| {
                 if self.interleaved {
@@ -203,9 +214,13 @@ impl RopeSpec {
         }
     }
 
+    /// The widest head a spec rotates: every table sized by the head (frequencies, M-RoPE
+    /// axes, angle words) is bounded by it before it is allocated. Models use 64 to 512.
+    pub const MAX_HEAD_DIM: u64 = 1 << 20;
+
     /// Checks the spec against a head dimension; returns the rotary dimension.
     pub(crate) fn validate(&self, head_dim: u64) -> Result<u64> {
-        if head_dim == 0 || !head_dim.is_multiple_of(2) {
+        if head_dim == 0 || !head_dim.is_multiple_of(2) || head_dim > Self::MAX_HEAD_DIM {
             return Err(Error::InvalidHeadDim { head_dim });
         }
         let r = self.rotary_dim.unwrap_or(head_dim);
@@ -218,6 +233,9 @@ impl RopeSpec {
         check_base(self.base)?;
         // Even for an empty view: a bad spec is an error whatever the tensor.
         self.scaling.check_for(r, self.base)?;
+        if let Some(m) = self.mrope {
+            m.check(r / 2)?;
+        }
         Ok(r)
     }
 }

@@ -2,8 +2,11 @@
 //! that rotates q and k as it loads them, a fused projection epilogue, anything that wants
 //! RoPE without a pass of its own over memory.
 //!
-//! [`ROPE_FUNCTIONS`] is plain WGSL text to put in front of your shader's source. Every name
-//! it declares starts with `posenc_`, so it sits beside yours:
+//! [`ROPE_FUNCTIONS`] is plain WGSL text to put in front of your shader's source, after its
+//! directives ([`with_functions`] does that: a kernel that starts with `enable f16;`,
+//! `requires ...;` or `diagnostic(...);` keeps them first, as WGSL requires). It holds the
+//! functions below and only what they use; every name it declares (functions, structs,
+//! aliases, constants, variables) starts with `posenc_`, so it sits beside yours:
 //!
 //! - `fn posenc_rope_cos_sin(p: u32, f: vec2<u32>) -> vec2<f32>`: `vec2(cos, sin)` of the
 //!   angle of a pair with frequency words `f` at position `p`, within 1.5e-7 of the
@@ -13,7 +16,9 @@
 //!   rotated by `cs`.
 //!
 //! [`rope_functions_with_binding`] adds the storage binding of the frequency words at the
-//! group and binding you choose and `fn posenc_rope_pair_cos_sin(p: u32, j: u32) ->
+//! group and binding you choose (below the device's `max_bind_groups` and
+//! `max_bindings_per_bind_group`, 4 and 1000 under WebGPU's defaults;
+//! [`rope_functions_for_device`] checks them) and `fn posenc_rope_pair_cos_sin(p: u32, j: u32) ->
 //! vec2<f32>` for pair `j`. [`RopeSpec::angle_words`] computes the words on the host for
 //! any spec (every scaling; the inverse rotation is in the words), with the attention factor
 //! to multiply cos and sin by and the M-RoPE axis of each pair.
@@ -39,7 +44,7 @@
 //!     scores[id.x] = dot;
 //! }
 //! "#;
-//! let source = wgsl::rope_functions_with_binding(0, 0) + kernel;
+//! let source = wgsl::with_functions(&wgsl::rope_functions_with_binding(0, 0), kernel);
 //! // Interleaved pairs, so that pair j is the vec2 at index j of a head.
 //! let spec = RopeSpec::new().pair_layout(wgpu_posenc::PairLayout::Interleaved);
 //! let words = spec.angle_words(64, 0)?;
@@ -54,7 +59,7 @@
 //! ```
 
 use crate::angle::fixed_revolutions;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernels::composed::{EXPORT_ROPE, EXPORT_ROPE_BINDING};
 use crate::kernels::rope::Angles;
 #[cfg(doc)]
@@ -74,6 +79,96 @@ pub fn rope_functions_with_binding(group: u32, binding: u32) -> String {
         &format!("@group({group}) @binding({binding})"),
         1,
     )
+}
+
+/// [`rope_functions_with_binding`] after checking `group` and `binding` against the
+/// device's `max_bind_groups` and `max_bindings_per_bind_group` (past them
+/// `create_shader_module` refuses the source): [`Error::DeviceLimit`] names the one to raise.
+pub fn rope_functions_for_device(
+    device: &wgpu::Device,
+    group: u32,
+    binding: u32,
+) -> Result<String> {
+    let limits = device.limits();
+    for (limit, got, index) in [
+        ("max_bind_groups", limits.max_bind_groups, group),
+        (
+            "max_bindings_per_bind_group",
+            limits.max_bindings_per_bind_group,
+            binding,
+        ),
+    ] {
+        if index >= got {
+            return Err(Error::DeviceLimit {
+                limit,
+                needed: u64::from(index) + 1,
+                got: u64::from(got),
+            });
+        }
+    }
+    Ok(rope_functions_with_binding(group, binding))
+}
+
+/// `kernel` with `functions` (e.g. [`ROPE_FUNCTIONS`]) in front of its declarations: the
+/// kernel's leading directives (`enable`, `requires`, `diagnostic`), which WGSL wants before
+/// anything else, stay first.
+pub fn with_functions(functions: &str, kernel: &str) -> String {
+    let at = directives_end(kernel);
+    let (directives, rest) = kernel.split_at(at);
+    let mut out = String::with_capacity(kernel.len() + functions.len() + 2);
+    out.push_str(directives);
+    if !directives.is_empty() && !directives.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(functions);
+    if !functions.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The byte index after the last leading directive of `source` (and the comments and
+/// blank space among them): 0 when it has none.
+fn directives_end(source: &str) -> usize {
+    let mut at = 0;
+    let mut end = 0;
+    loop {
+        let rest = &source[at..];
+        let trimmed = rest.trim_start();
+        at += rest.len() - trimmed.len();
+        if trimmed.starts_with("//") {
+            at += trimmed.find('\n').map_or(trimmed.len(), |n| n + 1);
+            continue;
+        }
+        if trimmed.starts_with("/*") {
+            match trimmed.find("*/") {
+                Some(n) => at += n + 2,
+                None => return end,
+            }
+            continue;
+        }
+        let word: String = trimmed
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !matches!(word.as_str(), "enable" | "requires" | "diagnostic") {
+            return end;
+        }
+        match trimmed.find(';') {
+            Some(n) => {
+                at += n + 1;
+                // The directive's line break goes with it.
+                let rest = &source[at..];
+                at += rest.len() - rest.trim_start_matches([' ', '\t', '\r']).len();
+                if source[at..].starts_with('\n') {
+                    at += 1;
+                }
+                end = at;
+            }
+            None => return end,
+        }
+    }
 }
 
 /// A spec's frequencies as the exported functions read them.

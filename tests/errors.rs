@@ -61,6 +61,72 @@ fn head_and_rotary_dims() {
 }
 
 #[test]
+fn an_empty_view_still_validates_the_spec() {
+    // M-RoPE sections that do not cover the pairs, on a view with no rows: refused as
+    // PosEnc::rope and angle_words refuse it, through every form of the call.
+    let b = storage(4096);
+    let empty = TensorView::new(&b, Layout::bhsd([3, 0, 13, 2]));
+    let spec = RopeSpec::new().mrope([1, 1, 1], true);
+    let section = |e: &Error| matches!(e, Error::InvalidMRopeSection { pairs: 1, .. });
+    assert!(
+        section(&rope(&spec, empty, Positions::Start(0))),
+        "encode_rope"
+    );
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let call = wgpu_posenc::RopeCall::new(empty, Positions::Start(0)).with_k(empty);
+    let e = ctx()
+        .encode_rope_call(&mut encoder, &spec, &call)
+        .expect_err("encode_rope_call");
+    assert!(section(&e), "{e}");
+    assert!(section(&ctx().rope(&spec, 2).expect_err("rope")));
+    assert!(section(&spec.angle_words(2, 1).expect_err("angle_words")));
+    // Head widths no table may be sized by, on an empty view too.
+    let wide = TensorView::new(&b, Layout::bhsd([1, 0, 1, 1 << 40]));
+    assert!(matches!(
+        rope(&RopeSpec::new(), wide, Positions::Start(0)),
+        Error::InvalidHeadDim { .. }
+    ));
+}
+
+#[test]
+fn one_buffer_views_that_must_share_a_binding_say_which_limit_binds() {
+    // Source [1, 1, 2, 256] f32 at 0 and its output at element 512 of the same buffer,
+    // under a 1536-byte binding: a 1024-byte row fits one binding, not the half each view of
+    // one buffer is planned within. The error says so, and the size that would do.
+    let b = storage(8192);
+    let source = TensorView::new(&b, Layout::bhsd([1, 1, 2, 256]));
+    let output = TensorView::new(&b, Layout::bhsd([1, 1, 2, 256]).with_offset(512));
+    let call = wgpu_posenc::RopeCall::new(source, Positions::Start(0)).with_output(output);
+    let capped = ctx().clone().with_max_binding_size(1536);
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let e = capped
+        .encode_rope_call(&mut encoder, &RopeSpec::new(), &call)
+        .expect_err("half a binding is too small");
+    let Error::SharedRowTooLarge {
+        row_bytes,
+        limit,
+        need,
+    } = e
+    else {
+        panic!("{e}");
+    };
+    assert_eq!((row_bytes, limit), (1024, 1536));
+    assert!(e.to_string().contains("half"), "{e}");
+    // At the size it names, the call goes through.
+    let enough = ctx().clone().with_max_binding_size(need);
+    enough
+        .encode_rope_call(&mut encoder, &RopeSpec::new(), &call)
+        .unwrap_or_else(|e| panic!("with {need} bytes: {e}"));
+    // A row that does not fit even a whole binding is the plain error.
+    let e = ctx()
+        .clone()
+        .with_max_binding_size(768)
+        .encode_rope_call(&mut encoder, &RopeSpec::new(), &call)
+        .expect_err("a row above the binding");
+    assert!(matches!(e, Error::RowTooLarge { .. }), "{e}");
+}
+
+#[test]
 fn buffer_too_small_and_usage() {
     // 2 x 3 x 5 x 8 f32 = 960 bytes.
     let layout = Layout::bhsd([2, 3, 5, 8]);

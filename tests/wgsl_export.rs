@@ -68,20 +68,34 @@ fn validate(source: &str) -> naga::Module {
     module
 }
 
+/// Every module-scope name naga reports, of every kind: functions, named types, global
+/// variables, constants, overrides, entry points.
+fn module_names(module: &naga::Module) -> Vec<String> {
+    let functions = module.functions.iter().filter_map(|(_, f)| f.name.clone());
+    let types = module.types.iter().filter_map(|(_, t)| t.name.clone());
+    let globals = module
+        .global_variables
+        .iter()
+        .filter_map(|(_, g)| g.name.clone());
+    let constants = module.constants.iter().filter_map(|(_, c)| c.name.clone());
+    let overrides = module.overrides.iter().filter_map(|(_, o)| o.name.clone());
+    let entries = module.entry_points.iter().map(|e| e.name.clone());
+    functions
+        .chain(types)
+        .chain(globals)
+        .chain(constants)
+        .chain(overrides)
+        .chain(entries)
+        .collect()
+}
+
 #[test]
 fn every_exported_name_is_prefixed_and_sits_beside_the_users_own() {
     for source in [
         wgsl::ROPE_FUNCTIONS.to_string(),
         wgsl::rope_functions_with_binding(2, 7),
     ] {
-        let module = validate(&source);
-        let functions = module.functions.iter().filter_map(|(_, f)| f.name.clone());
-        let types = module.types.iter().filter_map(|(_, t)| t.name.clone());
-        let globals = module
-            .global_variables
-            .iter()
-            .filter_map(|(_, g)| g.name.clone());
-        let names: Vec<String> = functions.chain(types).chain(globals).collect();
+        let names = module_names(&validate(&source));
         assert!(
             names.iter().any(|n| n == "posenc_rope_cos_sin"),
             "{names:?}"
@@ -89,13 +103,85 @@ fn every_exported_name_is_prefixed_and_sits_beside_the_users_own() {
         for name in &names {
             assert!(name.starts_with("posenc_"), "{name} is not prefixed");
         }
+        // Only what the exported functions use: not the kernels' width helpers.
+        for internal in ["posenc_lanes", "posenc_first_lane", "posenc_LANES"] {
+            assert!(!names.iter().any(|n| n == internal), "{internal} exported");
+        }
+        // Comments keep their words: the crate's API is named as it is.
+        assert!(
+            !source.contains("RopeSpec::posenc_") && !source.contains("wgsl::posenc_"),
+            "{source}"
+        );
     }
-    // The names the crate's own shaders use, declared by a user kernel too.
-    let user =
-        "alias FV = vec2<f32>;\nfn turns(x: u32) -> u32 { return x; }\nstruct SinCos { a: f32 }\n";
-    validate(&(wgsl::ROPE_FUNCTIONS.to_string() + user));
+    // The names the crate's own shaders use, declared by a user kernel too, of every kind.
+    let user = "alias FV = vec2<f32>;\nfn turns(x: u32) -> u32 { return x; }\n\
+                struct SinCos { a: f32 }\nconst LANES: u32 = 4u;\noverride UV: u32 = 1u;\n\
+                fn lanes(g: u32) -> u32 { return g * LANES; }\n\
+                fn first_lane(v: u32) -> u32 { return v + UV; }\n";
+    validate(&wgsl::with_functions(wgsl::ROPE_FUNCTIONS, user));
+    validate(&wgsl::with_functions(
+        &wgsl::rope_functions_with_binding(0, 3),
+        user,
+    ));
     let bound = wgsl::rope_functions_with_binding(2, 7);
     assert!(bound.contains("@group(2) @binding(7)"), "{bound}");
+}
+
+#[test]
+fn a_kernel_with_directives_keeps_them_first() {
+    // Directives (enable, requires, diagnostic) must precede every declaration: the
+    // functions go after them, the rest of the kernel after the functions.
+    let kernel = "// my kernel\nenable f16;\n/* a comment */ diagnostic(off, derivative_uniformity);\n\
+                  @group(0) @binding(1) var<storage, read_write> out: array<f32>;\n\
+                  @compute @workgroup_size(1)\n\
+                  fn main() { let h: f16 = 1.0h; out[0] = posenc_rope_cos_sin(7u, vec2(1u, 2u)).x + f32(h); }\n";
+    let source = wgsl::with_functions(wgsl::ROPE_FUNCTIONS, kernel);
+    let functions_at = source.find("fn posenc_").expect("functions");
+    for directive in ["enable f16;", "diagnostic(off"] {
+        assert!(source.find(directive).unwrap() < functions_at, "{source}");
+    }
+    let requires = wgsl::with_functions("fn f() {}\n", "requires a, b;\nfn g() {}\n");
+    assert_eq!(requires, "requires a, b;\nfn f() {}\nfn g() {}\n");
+    assert!(source.find("var<storage, read_write> out").unwrap() > functions_at);
+    let names = module_names(&validate(&source));
+    assert!(names.iter().any(|n| n == "main"), "{names:?}");
+    // Put in front of the kernel, as the plain text would be, it does not compile.
+    assert!(
+        naga::front::wgsl::parse_str(&(wgsl::ROPE_FUNCTIONS.to_string() + kernel)).is_err(),
+        "directives after declarations must be refused"
+    );
+    // No directives: the functions first, the kernel unchanged after them.
+    let plain = "fn main2() {}\n";
+    assert_eq!(
+        wgsl::with_functions(wgsl::ROPE_FUNCTIONS, plain),
+        format!("{}{plain}", wgsl::ROPE_FUNCTIONS)
+    );
+}
+
+#[test]
+fn a_binding_past_the_devices_limits_is_an_error() {
+    let device = ctx().device();
+    let limits = device.limits();
+    let ok = wgsl::rope_functions_for_device(device, limits.max_bind_groups - 1, 0)
+        .expect("the last group");
+    assert_eq!(
+        ok,
+        wgsl::rope_functions_with_binding(limits.max_bind_groups - 1, 0)
+    );
+    for (group, binding, limit) in [
+        (limits.max_bind_groups, 0, "max_bind_groups"),
+        (u32::MAX, 0, "max_bind_groups"),
+        (
+            0,
+            limits.max_bindings_per_bind_group,
+            "max_bindings_per_bind_group",
+        ),
+    ] {
+        match wgsl::rope_functions_for_device(device, group, binding) {
+            Err(wgpu_posenc::Error::DeviceLimit { limit: l, .. }) => assert_eq!(l, limit),
+            other => panic!("group {group} binding {binding}: {other:?}"),
+        }
+    }
 }
 
 /// Runs the toy kernel for `spec` over random q, k and positions; returns the largest
@@ -115,7 +201,7 @@ fn run_scores(spec: &RopeSpec, head_dim: u64, seed: u64) -> f64 {
     let r = spec.rotary_dim.unwrap_or(head_dim);
     assert_eq!(words.words.len() as u64, r / 2);
 
-    let source = wgsl::rope_functions_with_binding(0, 0) + SCORES;
+    let source = wgsl::with_functions(&wgsl::rope_functions_with_binding(0, 0), SCORES);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("user scores"),
         source: wgpu::ShaderSource::Wgsl(source.into()),
@@ -273,5 +359,32 @@ fn angle_words_are_the_kernels_fixed_point_revolutions() {
     assert!(forward.axes.iter().all(|&a| a == 0));
     // Bad input is an error, not a panic.
     assert!(RopeSpec::new().angle_words(63, 0).is_err());
+    // Widths past RopeSpec::MAX_HEAD_DIM are refused before any table is sized by them.
+    for head_dim in [
+        RopeSpec::MAX_HEAD_DIM + 2,
+        (1 << 32) + 2,
+        1 << 33,
+        1 << 40,
+        1 << 62,
+        u64::MAX - 1,
+    ] {
+        assert!(
+            matches!(
+                RopeSpec::new().angle_words(head_dim, 1),
+                Err(wgpu_posenc::Error::InvalidHeadDim { .. })
+            ),
+            "{head_dim}"
+        );
+        let mrope = wgpu_posenc::MRope {
+            section: [head_dim / 2, 0, 0],
+            interleaved: false,
+        };
+        assert!(mrope.axes(head_dim / 2).is_err(), "{head_dim}");
+    }
+    assert!(
+        RopeSpec::new()
+            .angle_words(RopeSpec::MAX_HEAD_DIM, 1)
+            .is_ok()
+    );
     assert!(RopeSpec::new().base(-1.0).angle_words(64, 0).is_err());
 }

@@ -10,7 +10,10 @@ impl Scaling {
     /// validates.
     pub fn check_for(&self, rotary_dim: u64, base: f64) -> Result<(), FrequencyError> {
         let r32 = u32::try_from(rotary_dim).unwrap_or(u32::MAX);
-        if rotary_dim == 0 || !rotary_dim.is_multiple_of(2) {
+        if rotary_dim == 0
+            || !rotary_dim.is_multiple_of(2)
+            || rotary_dim > crate::RopeSpec::MAX_HEAD_DIM
+        {
             return Err(FrequencyError::InvalidRotaryDim { rotary_dim: r32 });
         }
         if !(base.is_finite() && base > 0.0) {

@@ -159,14 +159,18 @@ pub struct Frequencies {
 
 /// The unscaled frequencies base^(-2j/r), j in 0..r/2, computed exactly as `base.powf(-(2.0 * j as f64) / r as f64)`.
 ///
-/// No validation: an odd `rotary_dim` gives `rotary_dim / 2` (rounded down) entries, zero gives
+/// Checks only the size (at most [`crate::RopeSpec::MAX_HEAD_DIM`], so that nothing huge is
+/// allocated): an odd `rotary_dim` gives `rotary_dim / 2` (rounded down) entries, zero gives
 /// none, and a non-positive or non-finite base gives what `powf` gives. Use
 /// [`Scaling::frequencies`] for checked input.
-pub fn default_inv_freq(rotary_dim: u32, base: f64) -> Vec<f64> {
-    default_inv_freq_dd(rotary_dim, base)
+pub fn default_inv_freq(rotary_dim: u32, base: f64) -> Result<Vec<f64>, FrequencyError> {
+    if u64::from(rotary_dim) > crate::RopeSpec::MAX_HEAD_DIM {
+        return Err(FrequencyError::InvalidRotaryDim { rotary_dim });
+    }
+    Ok(default_inv_freq_dd(rotary_dim, base)
         .into_iter()
         .map(|f| f.hi)
-        .collect()
+        .collect())
 }
 
 /// [`default_inv_freq`] in double-double: `q^j` with `q = base^(-2/r)` formed in

@@ -128,16 +128,11 @@ impl Passes {
     /// The block plan of a pass, or `None` when not even one row fits one binding.
     pub(crate) fn plan(&self, pass: &PairPass<'_>) -> PlanInput {
         let elem = pass.spec.dtype.size();
-        let [b, h, s, d] = pass.a.layout.shape;
-        // Out of place, the tail is copied: rows are touched to their end.
-        let row_len = if pass.spec.second() == Second::Source {
-            d
-        } else {
-            2 * pass.pairs
-        };
+        let [b, h, s, _] = pass.a.layout.shape;
+        let row_len = row_len(pass);
         // Two views of one buffer may have to share one binding (see `encode_pass`): each
         // gets half of it.
-        let shared = pass.b.is_some_and(|b| b.buffer == pass.a.buffer);
+        let shared = shares_binding(pass);
         let cap = if shared {
             self.max_binding / 2
         } else {
@@ -168,22 +163,45 @@ impl Passes {
         }
     }
 
+    /// Why not even one row fits: the binding, or half of it where two views of one buffer
+    /// may share it (the error says which, and the size that would do).
+    fn row_error(&self, pass: &PairPass<'_>, input: &PlanInput) -> Error {
+        let elem = pass.spec.dtype.size();
+        let row_bytes = input
+            .views
+            .iter()
+            .map(|v| input.span(v, [1, 1, 1]))
+            .max()
+            .unwrap_or(0)
+            .saturating_mul(elem);
+        let slack = [Some(&pass.a), pass.b.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|v| slack(self, &v.layout, row_len(pass), elem))
+            .max()
+            .unwrap_or(0);
+        let need = row_bytes.saturating_add(slack);
+        if shares_binding(pass) && need <= self.max_binding {
+            Error::SharedRowTooLarge {
+                row_bytes,
+                limit: self.max_binding,
+                need: need.saturating_mul(2),
+            }
+        } else {
+            Error::RowTooLarge {
+                row_bytes,
+                limit: self.max_binding,
+            }
+        }
+    }
+
     pub(crate) fn encode_pass(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         pass: &PairPass<'_>,
     ) -> Result<EncodeReport> {
         let input = self.plan(pass);
-        let blocks = input.blocks().ok_or(Error::RowTooLarge {
-            row_bytes: input
-                .views
-                .iter()
-                .map(|v| input.span(v, [1, 1, 1]))
-                .max()
-                .unwrap_or(0)
-                .saturating_mul(pass.spec.dtype.size()),
-            limit: self.max_binding,
-        })?;
+        let blocks = input.blocks().ok_or_else(|| self.row_error(pass, &input))?;
         if blocks.is_empty() {
             return Ok(EncodeReport::default());
         }
@@ -566,11 +584,13 @@ impl Passes {
                         // Read-only slots share a dummy; the two writable slots a call can
                         // leave unbound (the second tensor or Q out, 5, and the flag, 8) have
                         // one each: two writable bindings of one buffer must not meet, and a
-                        // buffer cannot be bound read-only and writable in one dispatch (the
-                        // K and V caches, 9 and 10, are always bound).
+                        // buffer cannot be bound read-only and writable in one dispatch. The
+                        // K and V caches (9 and 10) are unbound only when empty.
                         None => {
                             let dummy = match (binding, access) {
                                 (8, _) => &self.dummy_flag,
+                                (9, _) => &self.dummy_kv[0],
+                                (10, _) => &self.dummy_kv[1],
                                 (_, Access::ReadWrite) => &self.dummy_rw,
                                 _ => &self.dummy,
                             };
@@ -635,6 +655,22 @@ impl Passes {
             .min(buffer.size() / 4 * 4);
         (offset, end - offset)
     }
+}
+
+/// Elements of a row a pass touches: out of place the tail is copied, so rows are touched
+/// to their end.
+fn row_len(pass: &PairPass<'_>) -> u64 {
+    if pass.spec.second() == Second::Source {
+        pass.a.layout.shape[3]
+    } else {
+        2 * pass.pairs
+    }
+}
+
+/// Whether the pass's two views are in one buffer, so that they may have to share one
+/// binding.
+fn shares_binding(pass: &PairPass<'_>) -> bool {
+    pass.b.is_some_and(|b| b.buffer == pass.a.buffer)
 }
 
 /// Pair groups per invocation: two where a row has an even number of vec4 groups (see
