@@ -22,11 +22,16 @@ use wgpu_posenc::{
     reference,
 };
 
+#[cfg(not(target_arch = "wasm32"))]
+mod common;
+
 type Failure = Box<dyn std::error::Error>;
 
 /// Errors print their message (not their Debug form) and exit with status 1.
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
+    // SAFETY: first in main, before any thread is started.
+    unsafe { common::ensure_xdg_runtime_dir() };
     let args: Vec<String> = std::env::args().collect();
     let seq = match args.iter().position(|a| a == "--seq") {
         None => Ok(DEFAULT_SEQ),

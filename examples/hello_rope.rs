@@ -8,7 +8,12 @@ use wgpu::util::DeviceExt;
 use wgpu_posenc::{HostPositions, Layout, PosEnc, Positions, RopeSpec, TensorView, reference};
 
 #[cfg(not(target_arch = "wasm32"))]
+mod common;
+
+#[cfg(not(target_arch = "wasm32"))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // SAFETY: first in main, before any thread is started.
+    unsafe { common::ensure_xdg_runtime_dir() };
     let line = pollster::block_on(run())?;
     println!("{line}");
     Ok(())
