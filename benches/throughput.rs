@@ -308,7 +308,9 @@ fn values(seed: u64, n: usize) -> Vec<f32> {
 /// from the f64 reference there (the identity's from its input; `None` for the copy).
 fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Error> {
     let seq = buffers.seq;
-    // Element offset of each sampled row, and the row length.
+    // Element offset of each sampled row, and the row length; the buffer and offsets the
+    // results are read from when they go elsewhere (Q out of the QK-norm case).
+    let mut out: Option<(&wgpu::Buffer, Vec<u64>)> = None;
     let (rows, len): (Vec<(u64, u64, u64)>, u64) = match case {
         Case::Rope(_, tensor) => {
             let layout = cases::rope_layout(tensor, seq);
@@ -317,11 +319,6 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
                 .map(|(h, s)| (h, s, reference::row_start(&layout, 0, h, s)))
                 .collect();
             (rows, HEAD_DIM)
-        }
-        Case::Qkv(cases::QkvPath::FusedNorm) => {
-            // Q goes to its own buffer, normalized: its correctness is tests/fused.rs's.
-            cases::submit_and_wait(ctx, |e| case.record(ctx, e, buffers))?;
-            return Ok(None);
         }
         Case::Qkv(_) => {
             // Q rows, rotated in place.
@@ -332,7 +329,16 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
                     let h = h % cases::QKV_Q_HEADS;
                     (h, s, reference::row_start(&layout, 0, h, s))
                 })
-                .collect();
+                .collect::<Vec<_>>();
+            if case == Case::Qkv(cases::QkvPath::FusedNorm) {
+                // Q normalized and rotated into its own tensor.
+                let q_out = cases::q_out_layout(seq);
+                let at = rows
+                    .iter()
+                    .map(|&(h, s, _)| reference::row_start(&q_out, 0, h, s))
+                    .collect();
+                out = Some((&buffers.q_out, at));
+            }
             (rows, HEAD_DIM)
         }
         Case::Table | Case::Add => {
@@ -377,13 +383,11 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
     cases::submit_and_wait(ctx, |encoder| {
         case.record(ctx, encoder, buffers)?;
         for (k, &(_, _, at)) in rows.iter().enumerate() {
-            encoder.copy_buffer_to_buffer(
-                &buffers.x,
-                at * 4,
-                &staging,
-                k as u64 * row_bytes,
-                row_bytes,
-            );
+            let (from, at) = match &out {
+                Some((buffer, at)) => (*buffer, at[k]),
+                None => (&buffers.x, at),
+            };
+            encoder.copy_buffer_to_buffer(from, at * 4, &staging, k as u64 * row_bytes, row_bytes);
         }
         Ok(())
     })?;
@@ -397,7 +401,14 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
     for (k, (&(_, s, _), input)) in rows.iter().zip(&inputs).enumerate() {
         let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
         match case {
-            Case::Qkv(_) => {
+            Case::Qkv(path) => {
+                if path == cases::QkvPath::FusedNorm {
+                    // Qwen3's RMSNorm with unit weights, in f64.
+                    let mean_square =
+                        expected.iter().map(|x| x * x).sum::<f64>() / expected.len() as f64;
+                    let inv = 1.0 / (mean_square + f64::from(cases::NORM_EPS)).sqrt();
+                    expected.iter_mut().for_each(|x| *x *= inv);
+                }
                 let one = Layout::bhsd([1, 1, 1, HEAD_DIM]);
                 reference::rope(
                     &cases::rope_spec(PairLayout::HalfSplit),

@@ -243,18 +243,10 @@ fn record_qkv(
             let norm = QkNorm {
                 q_weight: vec![1.0; HEAD_DIM as usize],
                 k_weight: vec![1.0; HEAD_DIM as usize],
-                eps: 1e-6,
+                eps: NORM_EPS,
                 weight: NormWeight::Scale,
             };
-            let q_out = TensorView::new(
-                &buffers.q_out,
-                Layout::bshd(Dims {
-                    batch: 1,
-                    heads: QKV_Q_HEADS,
-                    seq,
-                    head_dim: HEAD_DIM,
-                }),
-            );
+            let q_out = TensorView::new(&buffers.q_out, q_out_layout(seq));
             let call = call.with_q_out(q_out).with_qk_norm(&norm);
             return ctx.encode_qkv(encoder, &spec, &call).map(drop);
         }
@@ -265,6 +257,19 @@ fn record_qkv(
     encoder.copy_buffer_to_buffer(&buffers.x, 0, k_cache, 0, bytes);
     encoder.copy_buffer_to_buffer(&buffers.x, bytes, v_cache, 0, bytes);
     Ok(())
+}
+
+/// The QK-norm's eps in the QKV case with QK-norm (its weights are ones).
+pub const NORM_EPS: f32 = 1e-6;
+
+/// Q out of the QKV case with QK-norm: `[1, S, 24, 128]` BSHD.
+pub fn q_out_layout(seq: u64) -> Layout {
+    Layout::bshd(Dims {
+        batch: 1,
+        heads: QKV_Q_HEADS,
+        seq,
+        head_dim: HEAD_DIM,
+    })
 }
 
 /// Bytes of one KV cache of the QKV case.
@@ -352,7 +357,8 @@ impl Buffers {
             q_out: device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("throughput Q out"),
                 size: seq * QKV_Q_HEADS * HEAD_DIM * 4,
-                usage: wgpu::BufferUsages::STORAGE,
+                // Read back by the check.
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             }),
             kv: ["throughput K cache", "throughput V cache"].map(|label| {
