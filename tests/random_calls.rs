@@ -1,13 +1,25 @@
 //! Random calls, valid and invalid, through every public entry point (proptest): each one
 //! either returns an error, or matches the f64 reference within the contract with every
-//! element outside the output views unchanged; none panics. Failing cases are kept by
-//! proptest under `proptest-regressions/` and replayed first.
+//! element outside the output views unchanged; none panics or aborts. Drawn here: RoPE in
+//! every form (in place, Q and K, out of place, a cos/sin cache, host slices), the
+//! sinusoidal table and add (GPU and host), views of one buffer, the fused QKV call with its
+//! caches (`random_calls/fused.rs`), `RopeSpec::angle_words` and the WGSL export helpers
+//! (`random_calls/export.rs`), and `HfRope::from_config` on generated config.json values in
+//! a child process that survives aborts (`random_calls/configs.rs`). Failing cases are kept
+//! by proptest in `tests/random_calls.proptest-regressions` and replayed first.
 //!
-//! `POSENC_RANDOM_CALLS` sets the number of calls (default 10 000), `POSENC_RANDOM_SEED`
+//! `POSENC_RANDOM_CALLS` sets the number of calls (default 10 000; the fused calls are an
+//! eighth of it, angle words a tenth, exported bindings a fiftieth), `POSENC_RANDOM_SEED`
 //! the seed (fixed by default, so that a run can be repeated).
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
+#[path = "random_calls/configs.rs"]
+mod configs;
+#[path = "random_calls/export.rs"]
+mod export;
+#[path = "random_calls/fused.rs"]
+mod fused;
 
 use common::{ctx, poison, u32_buffer, widen};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -25,6 +37,19 @@ use wgpu_posenc::{
 /// errors).
 static CALLS: AtomicU32 = AtomicU32::new(0);
 static CHECKED: AtomicU32 = AtomicU32::new(0);
+/// The same (calls, checked) for the fused calls, angle words and exported bindings.
+static FUSED: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+static WORDS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+static EXPORTS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+
+/// Counts a call (and whether it was compared with the reference), says so every `every`.
+fn tally(what: &str, counts: &[AtomicU32; 2], checked: bool, every: u32) {
+    let n = counts[0].fetch_add(1, Ordering::Relaxed) + 1;
+    let c = counts[1].fetch_add(u32::from(checked), Ordering::Relaxed) + u32::from(checked);
+    if n.is_multiple_of(every) {
+        eprintln!("{n} {what}, {c} compared with the reference");
+    }
+}
 
 /// f32 results against the reference, relative to the value's magnitude (at least 1): the
 /// 1e-6 of the other GPU tests.
@@ -727,6 +752,42 @@ proptest! {
     fn views_of_one_buffer_are_errors_or_match_the_reference(case in one_buffer_strategy()) {
         if let Err(e) = run_one_buffer(&case) {
             prop_assert!(false, "{case:?}: {e}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(calls() / 8))]
+
+    #[test]
+    fn random_fused_calls_are_errors_or_match_the_reference(case in fused::fused_strategy()) {
+        match fused::run_fused(&case) {
+            Ok(checked) => tally("fused calls", &FUSED, checked, 500),
+            Err(e) => prop_assert!(false, "{case:?}: {e}"),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(calls() / 10))]
+
+    #[test]
+    fn random_angle_words_are_errors_or_the_references(case in export::words_strategy()) {
+        match export::run_words(&case) {
+            Ok(checked) => tally("angle-word calls", &WORDS, checked, 500),
+            Err(e) => prop_assert!(false, "{case:?}: {e}"),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(calls() / 50))]
+
+    #[test]
+    fn random_exported_bindings_are_errors_or_compile(case in export::export_strategy()) {
+        match export::run_export(&case) {
+            Ok(checked) => tally("exported bindings", &EXPORTS, checked, 100),
+            Err(e) => prop_assert!(false, "{case:?}: {e}"),
         }
     }
 }

@@ -1,0 +1,655 @@
+//! Random fused QKV calls (`PosEnc::encode_qkv`): every cache kind and dtype, duplicate and
+//! out-of-range positions and slots, empty and huge dims, Q in place or out, QK-norm on and
+//! off, with and without the overflow flag. Each is an error, or matches the reference with
+//! every element outside the outputs unchanged: a cache entry that several tokens write
+//! holds one of their values in each element, and the flag says whether a token was past
+//! the cache.
+
+use std::collections::HashMap;
+
+use proptest::prelude::*;
+use wgpu::util::DeviceExt;
+use wgpu_posenc::reference::{self, HostCacheIndex};
+use wgpu_posenc::{
+    ArrayView, CacheIndex, Dims, Dtype, HostPositions, KvCache, Layout, NormWeight, Positions,
+    QkNorm, QkvCall, RopeSpec, Scaling, TensorView,
+};
+
+use super::common::{self, ctx, u32_buffer};
+
+/// Elements of guard after every buffer's views.
+const PAD: u64 = 5;
+
+#[derive(Clone, Debug)]
+pub struct FusedCase {
+    /// `[batch, seq, q_heads, kv_heads, head_dim]` of the input; `kv_heads` of the call.
+    dims: [u64; 5],
+    call_kv_heads: u64,
+    bshd: bool,
+    offset: u64,
+    dtype: Dtype,
+    cache_dtype: Dtype,
+    cache_len: u64,
+    cache_bshd: bool,
+    /// The cache's batch extent: the right one (batch, or 1 with slots) or not.
+    cache_batch_wrong: bool,
+    /// K and V caches in one buffer, V right after K (or overlapping it).
+    one_cache_buffer: Option<bool>,
+    slots: Option<Vec<i32>>,
+    positions: Positions<Vec<u32>>,
+    q_out: bool,
+    /// QK-norm weights of this length (head_dim for a valid call).
+    norm: Option<(u64, NormWeight, f32)>,
+    flag: bool,
+    spec: RopeSpec,
+    seed: u64,
+}
+
+fn dtype() -> impl Strategy<Value = Dtype> {
+    prop_oneof![3 => Just(Dtype::F32), 2 => Just(Dtype::BF16), 1 => Just(Dtype::F16)]
+}
+
+pub fn fused_strategy() -> impl Strategy<Value = FusedCase> {
+    let dims = (
+        prop_oneof![6 => 1u64..3, 1 => Just(0u64)],
+        prop_oneof![6 => 1u64..7, 1 => Just(0u64)],
+        prop_oneof![6 => 1u64..5, 1 => Just(0u64)],
+        prop_oneof![6 => 1u64..3, 1 => Just(0u64)],
+        prop_oneof![
+            8 => prop::sample::select(vec![2u64, 4, 6, 8, 16, 24, 32, 64, 128]),
+            1 => prop::sample::select(vec![0u64, 3, 1 << 21, 1 << 40]),
+        ],
+    );
+    let spec = (
+        any::<bool>(),
+        prop_oneof![10 => Just(None), 1 => (0u64..40).prop_map(Some)],
+        prop_oneof![
+            4 => Just(Scaling::Default),
+            1 => Just(Scaling::Linear { factor: 2.0 }),
+            1 => Just(Scaling::llama3()),
+            1 => Just(Scaling::yarn(4.0, 16)),
+            1 => Just(Scaling::DynamicNtk { factor: 2.0, original_max_position_embeddings: 8 }),
+        ],
+        prop_oneof![3 => Just(None), 1 => (1u64..64).prop_map(Some)],
+    )
+        .prop_map(|(interleaved, rotary_dim, scaling, seq_len)| {
+            let mut spec = RopeSpec::new()
+                .pair_layout(if interleaved {
+                    wgpu_posenc::PairLayout::Interleaved
+                } else {
+                    wgpu_posenc::PairLayout::HalfSplit
+                })
+                .scaling(scaling);
+            spec.rotary_dim = rotary_dim;
+            spec.scaling_seq_len = seq_len;
+            spec
+        });
+    (
+        (dims, 0u8..8, any::<bool>(), 0u64..12),
+        (dtype(), dtype(), 0u64..10, any::<bool>(), 0u8..20),
+        (0u8..10, 0u8..5, any::<bool>(), 0u8..6, any::<bool>()),
+        spec,
+        any::<u64>(),
+    )
+        .prop_map(
+            |(
+                ((b, s, q, kv, d), kv_call, bshd, offset),
+                (dtype, cache_dtype, cache_len, cache_bshd, odd),
+                (index_kind, pos_kind, q_out, norm_kind, flag),
+                spec,
+                seed,
+            )| {
+                let mut rng = common::Rng::new(seed);
+                let tokens = b * s;
+                let len = cache_len as i64;
+                // Slots and positions in and past the cache, duplicates likely.
+                let entry = |rng: &mut common::Rng| rng.range(0, (len + 3) as u64) as i64 - 1;
+                let slots = (index_kind < 4).then(|| {
+                    let n = if odd == 0 {
+                        tokens.saturating_sub(1)
+                    } else {
+                        tokens
+                    };
+                    (0..n).map(|_| entry(&mut rng) as i32).collect()
+                });
+                let id = |rng: &mut common::Rng| (entry(rng) + 1) as u32;
+                let positions = match pos_kind {
+                    0 => Positions::Start(rng.range(0, cache_len + 2) as u32),
+                    1 if odd == 1 => Positions::Start(u32::MAX - 2),
+                    1 => Positions::BatchStarts((0..b).map(|_| id(&mut rng)).collect()),
+                    2 | 3 => {
+                        let n = if odd == 2 {
+                            tokens.saturating_sub(1)
+                        } else {
+                            tokens
+                        };
+                        Positions::Ids((0..n).map(|_| id(&mut rng)).collect())
+                    }
+                    _ => {
+                        // Packed sequences whose positions restart: duplicates with a
+                        // position-indexed cache.
+                        let mut cu = vec![0u32];
+                        while u64::from(*cu.last().unwrap()) < s {
+                            let next = (u64::from(*cu.last().unwrap()) + rng.range(1, 4)).min(s);
+                            cu.push(next as u32);
+                        }
+                        if cu.len() == 1 {
+                            cu.push(0);
+                        }
+                        let num_seqs = cu.len() as u32 - 1;
+                        Positions::Varlen {
+                            cu_seqlens: cu,
+                            num_seqs,
+                            offsets: None,
+                        }
+                    }
+                };
+                // Weights for heads the host can hold (a huge head gets a short list).
+                let d_norm = if d > 4096 { 8 } else { d };
+                let norm = match norm_kind {
+                    0 => Some((d_norm, NormWeight::Scale, 1e-6)),
+                    1 => Some((d_norm, NormWeight::OnePlus, 1e-5)),
+                    2 if odd == 3 => Some((d_norm.saturating_sub(2), NormWeight::Scale, 1e-6)),
+                    2 if odd == 4 => Some((d_norm, NormWeight::Scale, -1.0)),
+                    _ => None,
+                };
+                FusedCase {
+                    dims: [b, s, q, kv, d],
+                    call_kv_heads: if kv_call == 0 && odd == 9 { kv + 1 } else { kv },
+                    bshd,
+                    offset: if offset > 8 { offset * 4 } else { offset },
+                    dtype,
+                    cache_dtype,
+                    cache_len,
+                    cache_bshd,
+                    cache_batch_wrong: odd == 5,
+                    one_cache_buffer: match odd {
+                        6 => Some(true),
+                        7 => Some(false),
+                        _ => None,
+                    },
+                    slots,
+                    positions,
+                    // In place too with QK-norm: an error until the kernel allows it.
+                    q_out: q_out || (norm.is_some() && odd != 8),
+                    norm,
+                    flag,
+                    spec,
+                    seed,
+                }
+            },
+        )
+}
+
+fn encode(dtype: Dtype, v: f64) -> u32 {
+    match dtype {
+        Dtype::F32 => (v as f32).to_bits(),
+        Dtype::F16 => u32::from(half::f16::from_f64(v).to_bits()),
+        Dtype::BF16 => u32::from(half::bf16::from_f64(v).to_bits()),
+    }
+}
+
+fn decode(dtype: Dtype, bits: u32) -> f64 {
+    match dtype {
+        Dtype::F32 => f64::from(f32::from_bits(bits)),
+        Dtype::F16 => half::f16::from_bits(bits as u16).to_f64(),
+        Dtype::BF16 => half::bf16::from_bits(bits as u16).to_f64(),
+    }
+}
+
+/// A NaN of `dtype` whose payload encodes `i`.
+fn poison(dtype: Dtype, i: usize) -> u32 {
+    match dtype {
+        Dtype::F32 => common::poison(i).to_bits(),
+        Dtype::F16 => 0x7e00 | (i as u32 & 0x1ff),
+        Dtype::BF16 => 0x7fc0 | (i as u32 & 0x3f),
+    }
+}
+
+/// A buffer of poisoned elements with random values in the rows of `layouts`.
+struct Data {
+    dtype: Dtype,
+    bits: Vec<u32>,
+    buffer: wgpu::Buffer,
+}
+
+impl Data {
+    /// `None` when a layout is malformed or too large to hold on the host.
+    fn new(rng: &mut common::Rng, dtype: Dtype, layouts: &[(Layout, bool)]) -> Option<Self> {
+        let mut len = 0;
+        for (l, _) in layouts {
+            len = len.max(l.end().ok()?.max(l.offset));
+        }
+        if len > 1 << 20 {
+            return None;
+        }
+        let mut bits: Vec<u32> = (0..(len + PAD) as usize)
+            .map(|i| poison(dtype, i))
+            .collect();
+        for (l, _) in layouts.iter().filter(|(_, random)| *random) {
+            let [b, h, s, d] = l.shape;
+            for (bb, hh, ss) in
+                (0..b).flat_map(|x| (0..h).flat_map(move |y| (0..s).map(move |z| (x, y, z))))
+            {
+                let at = reference::row_start(l, bb, hh, ss) as usize;
+                for e in 0..d as usize {
+                    bits[at + e] = encode(dtype, f64::from(rng.value()));
+                }
+            }
+        }
+        let mut bytes: Vec<u8> = match dtype {
+            Dtype::F32 => bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
+            _ => bits
+                .iter()
+                .flat_map(|&b| (b as u16).to_le_bytes())
+                .collect(),
+        };
+        bytes.resize(bytes.len().next_multiple_of(4).max(16), 0);
+        let buffer = ctx()
+            .device()
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("random fused call"),
+                contents: &bytes,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            });
+        Some(Self {
+            dtype,
+            bits,
+            buffer,
+        })
+    }
+
+    fn values(&self) -> Vec<f64> {
+        self.bits.iter().map(|&b| decode(self.dtype, b)).collect()
+    }
+
+    fn read(&self) -> Vec<u32> {
+        let bytes = ctx().read_buffer(&self.buffer).expect("read back");
+        let n = self.bits.len();
+        match self.dtype {
+            Dtype::F32 => bytes
+                .chunks(4)
+                .take(n)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+            _ => bytes
+                .chunks(2)
+                .take(n)
+                .map(|c| u32::from(u16::from_le_bytes(c.try_into().unwrap())))
+                .collect(),
+        }
+    }
+
+    /// Within one rounding of the stored type (on top of f32's 1e-6 relative above 1).
+    fn near(&self, got: u32, want: f64) -> bool {
+        let rel = match self.dtype {
+            Dtype::F32 => 0.0,
+            Dtype::F16 => 2f64.powi(-11),
+            Dtype::BF16 => 2f64.powi(-8),
+        };
+        let g = decode(self.dtype, got);
+        (g - want).abs() <= rel * want.abs() + 1e-6 * want.abs().max(1.0)
+    }
+
+    /// Every element: untouched where `want` kept the initial value, else near it.
+    fn check(&self, want: &[f64], what: &str) -> Result<(), String> {
+        for (i, (&g, &w)) in self.read().iter().zip(want).enumerate() {
+            let initial = decode(self.dtype, self.bits[i]);
+            let ok = if w.to_bits() == initial.to_bits() {
+                g == self.bits[i]
+            } else {
+                self.near(g, w)
+            };
+            if !ok {
+                return Err(format!(
+                    "{what}: element {i} is {} ({g:#x}), expected {w}",
+                    decode(self.dtype, g)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The call's views, laid out from the case.
+struct Layouts {
+    qkv: Layout,
+    q_out: Layout,
+    k: Layout,
+    v: Layout,
+}
+
+fn layouts(c: &FusedCase) -> Layouts {
+    let [b, s, q, kv, d] = c.dims;
+    let heads = q + 2 * kv;
+    let qkv = if c.bshd {
+        Layout::bshd(Dims {
+            batch: b,
+            heads,
+            seq: s,
+            head_dim: d,
+        })
+    } else {
+        Layout::bhsd([b, heads, s, d])
+    }
+    .with_offset(c.offset);
+    let q_out = Layout::bhsd([b, q, s, d]).with_offset(3);
+    let right = if c.slots.is_some() { 1 } else { b };
+    let cache_batch = if c.cache_batch_wrong {
+        right + 1
+    } else {
+        right
+    };
+    let cache = |offset| {
+        if c.cache_bshd {
+            Layout::bshd(Dims {
+                batch: cache_batch,
+                heads: kv,
+                seq: c.cache_len,
+                head_dim: d,
+            })
+        } else {
+            Layout::bhsd([cache_batch, kv, c.cache_len, d])
+        }
+        .with_offset(offset)
+    };
+    let k = cache(2);
+    let k_end = k.end().unwrap_or(0);
+    let v = match c.one_cache_buffer {
+        Some(true) => cache(k_end + 1),
+        // Overlapping K: an error.
+        Some(false) => cache(3),
+        None => cache(1),
+    };
+    Layouts { qkv, q_out, k, v }
+}
+
+/// `Ok(true)` when the call ran and matched the reference, `Ok(false)` when it was refused.
+pub fn run_fused(c: &FusedCase) -> Result<bool, String> {
+    let mut rng = common::Rng::new(c.seed);
+    let l = layouts(c);
+    let [b, _, _, _, d] = c.dims;
+    let qkv = Data::new(&mut rng, c.dtype, &[(l.qkv, true)]);
+    let q_out = Data::new(&mut rng, c.dtype, &[(l.q_out, false)]);
+    let caches = match c.one_cache_buffer {
+        Some(_) => {
+            let both = Data::new(&mut rng, c.cache_dtype, &[(l.k, false), (l.v, false)]);
+            (both, None)
+        }
+        None => (
+            Data::new(&mut rng, c.cache_dtype, &[(l.k, false)]),
+            Data::new(&mut rng, c.cache_dtype, &[(l.v, false)]),
+        ),
+    };
+    let (Some(qkv), Some(q_out), Some(k)) = (qkv, q_out, caches.0) else {
+        return huge_is_refused(c, &l);
+    };
+    let v = caches.1;
+    let v_data = v.as_ref().unwrap_or(&k);
+    // An empty array is the one word of its buffer, viewed from its end.
+    fn array(b: &wgpu::Buffer, n: usize) -> ArrayView<'_> {
+        ArrayView::at(b, if n == 0 { 4 } else { 0 })
+    }
+    let pos_buffers = c.positions.as_ref().map(|p| (u32_buffer(p), p.len()));
+    let slot_words: Vec<u32> = c.slots.iter().flatten().map(|&x| x as u32).collect();
+    let slot_buffer = u32_buffer(&slot_words);
+    let flag = u32_buffer(&[0]);
+    let norm = c.norm.map(|(n, weight, eps)| QkNorm {
+        q_weight: (0..n).map(|i| 0.5 + (i as f32 * 0.37).sin()).collect(),
+        k_weight: (0..n).map(|i| 0.25 * (i as f32 * 1.3).cos()).collect(),
+        eps,
+        weight,
+    });
+    fn view(data: &Data, layout: Layout) -> TensorView<'_> {
+        TensorView::new(&data.buffer, layout).with_dtype(data.dtype)
+    }
+    let mut call = QkvCall::new(
+        TensorView::new(&qkv.buffer, l.qkv).with_dtype(c.dtype),
+        c.call_kv_heads,
+        pos_buffers.as_ref().map(|(b, n)| array(b, *n)),
+        KvCache {
+            k: view(&k, l.k),
+            v: view(v_data, l.v),
+            index: match c.slots {
+                Some(_) => CacheIndex::Slots(array(&slot_buffer, slot_words.len())),
+                None => CacheIndex::Position,
+            },
+            overflow_flag: c.flag.then(|| ArrayView::new(&flag)),
+        },
+    );
+    if c.q_out {
+        call = call.with_q_out(view(&q_out, l.q_out));
+    }
+    if let Some(norm) = &norm {
+        call = call.with_qk_norm(norm);
+    }
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    if ctx().encode_qkv(&mut encoder, &c.spec, &call).is_err() {
+        return Ok(false); // nothing was submitted
+    }
+    ctx().queue().submit([encoder.finish()]);
+
+    // The reference: Q (in place or out) from the whole call; the caches token by token.
+    let host: HostPositions<'_> = c.positions.as_ref().map(|p| &p[..]);
+    let kv_heads = c.call_kv_heads;
+    let (mut want_qkv, mut want_q) = (qkv.values(), q_out.values());
+    // (No cache entry here: the caches come token by token below.)
+    let none = Layout::bhsd([b, kv_heads, 0, d]);
+    reference::qkv_cache(
+        &c.spec,
+        &l.qkv,
+        &mut want_qkv,
+        kv_heads,
+        host,
+        c.q_out.then_some((&l.q_out, &mut want_q[..])),
+        (&none, &mut []),
+        (&none, &mut []),
+        HostCacheIndex::Position,
+        norm.as_ref(),
+    );
+    qkv.check(&want_qkv, "qkv")?;
+    if c.q_out {
+        q_out.check(&want_q, "q_out")?;
+    }
+    let (candidates, past) = cache_candidates(c, &l, &qkv, k.values(), v_data.values(), host);
+    for (data, which) in [(&k, 0usize), (v_data, 1)] {
+        if which == 1 && v.is_none() {
+            continue; // one buffer holds both: checked with K's
+        }
+        for (i, &g) in data.read().iter().enumerate() {
+            match candidates[which].get(&i) {
+                None => {
+                    if g != data.bits[i] {
+                        return Err(format!("cache {which}: element {i} changed"));
+                    }
+                }
+                Some(values) => {
+                    if !values.iter().any(|&w| data.near(g, w)) {
+                        return Err(format!(
+                            "cache {which}: element {i} is {}, none of {values:?}",
+                            decode(data.dtype, g)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if c.flag {
+        let got = ctx().read_buffer(&flag).expect("flag")[0];
+        if u32::from(got) != u32::from(past) {
+            return Err(format!("overflow flag {got}, expected {}", u32::from(past)));
+        }
+    }
+    Ok(true)
+}
+
+/// What each cache element may hold (the values of the tokens that write it, as the
+/// reference writes each token alone, in K's and V's arrays; one array when they share a
+/// buffer), and whether a token was past the cache.
+fn cache_candidates(
+    c: &FusedCase,
+    l: &Layouts,
+    qkv: &Data,
+    k_init: Vec<f64>,
+    v_init: Vec<f64>,
+    host: HostPositions<'_>,
+) -> ([HashMap<usize, Vec<f64>>; 2], bool) {
+    let [batch, seq, _, _, _] = c.dims;
+    let len = c.cache_len;
+    let one_buffer = c.one_cache_buffer.is_some();
+    let mut out: [HashMap<usize, Vec<f64>>; 2] = Default::default();
+    let mut past = false;
+    // Frequencies from the whole call's length, as the GPU computes them.
+    let mut spec = c.spec.clone();
+    if spec.scaling_seq_len.is_none() {
+        spec.scaling_seq_len = Some(host.seq_len(&l.qkv, 1));
+    }
+    let x = qkv.values();
+    for bb in 0..batch {
+        for ss in 0..seq {
+            let entry = match &c.slots {
+                Some(slots) => i64::from(slots[(bb * seq + ss) as usize]),
+                None => i64::from(host.position(batch, seq, bb, ss, 0).expect("position")),
+            };
+            if entry < 0 {
+                continue;
+            }
+            if entry as u64 >= len {
+                past = true;
+                continue;
+            }
+            // This token alone: its row of qkv, the cache (its batch row of it).
+            let mut token = l.qkv;
+            token.offset += bb * token.strides[0] + ss * token.strides[2];
+            token.shape[0] = 1;
+            token.shape[2] = 1;
+            let row = |cache: &Layout| {
+                let mut r = *cache;
+                if c.slots.is_none() {
+                    r.offset += bb * r.strides[0];
+                    r.shape[0] = 1;
+                }
+                r
+            };
+            let (kr, vr) = (row(&l.k), row(&l.v));
+            let mut kx = k_init.clone();
+            let mut vx = if one_buffer {
+                k_init.clone()
+            } else {
+                v_init.clone()
+            };
+            let mut xx = x.clone();
+            let norm = c.norm.map(|(n, weight, eps)| QkNorm {
+                q_weight: (0..n).map(|i| 0.5 + (i as f32 * 0.37).sin()).collect(),
+                k_weight: (0..n).map(|i| 0.25 * (i as f32 * 1.3).cos()).collect(),
+                eps,
+                weight,
+            });
+            let ids = [entry as u32];
+            let slot = [0i32];
+            let position = host.position(batch, seq, bb, ss, 0).expect("position");
+            let pos = [position];
+            // With slots the entry is the slot; by position it is the position itself.
+            let (positions, index) = match &c.slots {
+                Some(_) => (HostPositions::Ids(&pos), HostCacheIndex::Slots(&slot)),
+                None => (HostPositions::Ids(&ids), HostCacheIndex::Position),
+            };
+            let mut slot_layouts = (kr, vr);
+            if c.slots.is_some() {
+                // Slot `entry` is the only one: shift the cache so that it is entry 0.
+                slot_layouts.0.offset += entry as u64 * kr.strides[2];
+                slot_layouts.1.offset += entry as u64 * vr.strides[2];
+                slot_layouts.0.shape[2] = 1;
+                slot_layouts.1.shape[2] = 1;
+            }
+            if one_buffer {
+                // K and V in one array: write both into it.
+                reference::qkv_cache(
+                    &spec,
+                    &token,
+                    &mut xx,
+                    c.call_kv_heads,
+                    positions,
+                    None,
+                    (&slot_layouts.0, &mut kx),
+                    (&slot_layouts.1, &mut vx),
+                    index,
+                    norm.as_ref(),
+                );
+                let mut merged = k_init.clone();
+                for (i, (a, b)) in kx.iter().zip(&vx).enumerate() {
+                    if a.to_bits() != k_init[i].to_bits() {
+                        merged[i] = *a;
+                    }
+                    if b.to_bits() != k_init[i].to_bits() {
+                        merged[i] = *b;
+                    }
+                }
+                note(&mut out[0], &k_init, &merged);
+            } else {
+                reference::qkv_cache(
+                    &spec,
+                    &token,
+                    &mut xx,
+                    c.call_kv_heads,
+                    positions,
+                    None,
+                    (&slot_layouts.0, &mut kx),
+                    (&slot_layouts.1, &mut vx),
+                    index,
+                    norm.as_ref(),
+                );
+                note(&mut out[0], &k_init, &kx);
+                note(&mut out[1], &v_init, &vx);
+            }
+        }
+    }
+    (out, past)
+}
+
+/// Adds each element `after` changed from `before` to the candidates.
+fn note(candidates: &mut HashMap<usize, Vec<f64>>, before: &[f64], after: &[f64]) {
+    for (i, (a, b)) in after.iter().zip(before).enumerate() {
+        if a.to_bits() != b.to_bits() {
+            candidates.entry(i).or_default().push(*a);
+        }
+    }
+}
+
+/// A case whose views are too large to hold: the call on small buffers must be refused
+/// (or be a no-op on empty views), never panic.
+fn huge_is_refused(c: &FusedCase, l: &Layouts) -> Result<bool, String> {
+    let small = ctx().device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("random fused call, small"),
+        size: 256,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let (small_v, ids) = (
+        ctx().device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("random fused call, small V"),
+            size: 256,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        }),
+        u32_buffer(&[0; 8]),
+    );
+    let positions = c.positions.as_ref().map(|_| ArrayView::new(&ids));
+    let call = QkvCall::new(
+        TensorView::new(&small, l.qkv).with_dtype(c.dtype),
+        c.call_kv_heads,
+        positions,
+        KvCache {
+            k: TensorView::new(&small_v, l.k).with_dtype(c.cache_dtype),
+            v: TensorView::new(&small_v, l.v).with_dtype(c.cache_dtype),
+            index: CacheIndex::Position,
+            overflow_flag: None,
+        },
+    );
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let [b, s, ..] = c.dims;
+    match ctx().encode_qkv(&mut encoder, &c.spec, &call) {
+        Ok(_) if b * s != 0 => Err("a call over views larger than their buffers ran".into()),
+        _ => Ok(false),
+    }
+}
