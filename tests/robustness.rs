@@ -94,14 +94,24 @@ fn sizes_from_user_input_are_checked_before_anything_is_allocated() {
         .sinusoidal_table_host(&SinusoidalSpec::new(2), 1 << 40, 0)
         .expect_err("8 TiB");
     assert!(matches!(e, Error::BufferLimit { .. }), "{e}");
-    // An empty view with a head of 2^40 elements: a no-op, nothing sized by the head.
+    // An empty view with a head of 2^40 elements: the spec is validated (no head is that
+    // wide), nothing sized by the head is allocated; at the widest head, a no-op.
     let b = common::f32_buffer(&[0.0; 4]);
     let mut encoder = ctx().device().create_command_encoder(&Default::default());
-    let report = ctx()
+    let e = ctx()
         .encode_rope(
             &mut encoder,
             &RopeSpec::new(),
             &TensorView::new(&b, Layout::bhsd([0, 1, 1, 1 << 40])),
+            Positions::Start(0),
+        )
+        .expect_err("a head past RopeSpec::MAX_HEAD_DIM");
+    assert!(matches!(e, Error::InvalidHeadDim { .. }), "{e}");
+    let report = ctx()
+        .encode_rope(
+            &mut encoder,
+            &RopeSpec::new(),
+            &TensorView::new(&b, Layout::bhsd([0, 1, 1, RopeSpec::MAX_HEAD_DIM])),
             Positions::Start(0),
         )
         .expect("empty view");
