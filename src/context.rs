@@ -2,9 +2,9 @@
 //! passes (`kernels`), the host-slice conveniences (`host`) and the device's caches.
 
 use crate::error::{Error, Result};
+use crate::kernels::device::{CacheUsage, Passes};
 use crate::kernels::fused::QkvCall;
 use crate::kernels::pass::EncodeReport;
-use crate::kernels::passes::{CacheUsage, Passes};
 use crate::kernels::rope::{Rope, RopeCall};
 use crate::kernels::sinusoidal::SinusoidalOp;
 use crate::positions::{HostPositions, Positions};

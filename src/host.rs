@@ -5,7 +5,7 @@
 //! (`PosEnc::rope_host` and the rest) run these under `pollster::block_on`, native only.
 
 use crate::error::{Error, Result};
-use crate::kernels::passes::Passes;
+use crate::kernels::device::Passes;
 use crate::positions::{HostPositions, Positions};
 use crate::tensor::{ArrayView, Layout, TensorView};
 

@@ -69,9 +69,9 @@ pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Ya
 pub use hf::{HfQkNorm, HfRope, LayerRope};
 #[cfg(feature = "capture")]
 pub use kernels::capture;
+pub use kernels::device::CacheUsage;
 pub use kernels::fused::{CacheIndex, KvCache, QkvCall};
 pub use kernels::pass::EncodeReport;
-pub use kernels::passes::CacheUsage;
 pub use kernels::rope::{Rope, RopeCall};
 pub use positions::{HostPositions, Positions};
 pub use spec::{

@@ -334,17 +334,8 @@ impl Rope {
             norm_eps: call.qk_norm.map_or(0.0, |n| n.eps),
             ..Params::default()
         };
-        // An empty cache (no entries) binds the dummies: every token is past it, so
-        // nothing is stored there and each is flagged.
-        let cache = |view: &TensorView<'c>, what| -> Result<(Slot, u64)> {
-            if view.layout.shape[2] == 0 {
-                return Ok((None, 0));
-            }
-            let (w, base) = self.tensor_window(view, what)?;
-            Ok((Some((view.buffer.clone(), w)), base))
-        };
-        let (k, k_base) = cache(views.k_cache, "the K cache")?;
-        let (v, v_base) = cache(views.v_cache, "the V cache")?;
+        let (k, k_base) = self.cache_slot(views.k_cache, "the K cache")?;
+        let (v, v_base) = self.cache_slot(views.v_cache, "the V cache")?;
         let flag = match call.cache.overflow_flag {
             Some(f) => {
                 let f = words(f, 1, "KV cache overflow flag")?;
@@ -539,6 +530,17 @@ impl Rope {
             k_cache,
             v_cache,
         })
+    }
+
+    /// A cache's slot and the element index of its first element there. An empty cache (no
+    /// entries) binds a dummy: every token is past it, so nothing is stored and each is
+    /// flagged.
+    fn cache_slot(&self, view: &TensorView<'_>, what: &'static str) -> Result<(Slot, u64)> {
+        if view.layout.shape[2] == 0 {
+            return Ok((None, 0));
+        }
+        let (w, base) = self.tensor_window(view, what)?;
+        Ok((Some((view.buffer.clone(), w)), base))
     }
 
     /// The binding window of a view and the element index of its first element in it.

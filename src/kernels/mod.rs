@@ -9,10 +9,11 @@ pub(crate) mod bind;
 pub(crate) mod cache;
 #[cfg(feature = "capture")]
 pub mod capture;
+pub(crate) mod device;
 pub(crate) mod fused;
+pub(crate) mod groups;
 pub(crate) mod input;
 pub(crate) mod pass;
-pub(crate) mod passes;
 pub(crate) mod plan;
 pub(crate) mod rope;
 pub(crate) mod scope;

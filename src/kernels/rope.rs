@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use super::passes::Passes;
+use super::device::Passes;
 use crate::dd::Dd;
 use crate::error::{Error, Result};
 use crate::positions::Positions;

@@ -1,7 +1,7 @@
 //! Host side of `shaders/sinusoidal.wgsl`: the table fill and the fused add.
 
+use super::device::Passes;
 use super::pass::{EncodeReport, PairPass, PassPositions, PassView};
-use super::passes::Passes;
 use super::rope::{check_contiguous_positions, resolve_positions, width_for};
 use super::{Kernel, Op, Specialization};
 use crate::error::{Error, Result};
