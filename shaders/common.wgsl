@@ -75,9 +75,10 @@ struct Params {
     cache_stride_h: u32,
     cache_stride_p: u32,
     cache_len: u32,
-    // Fused QKV with QK-norm: the epsilon added to the mean square.
+    // Fused QKV with QK-norm: the epsilon added to the mean square, and the lane groups of
+    // a head (head_dim / 2 / LANES; `groups` is then the invocations of one token).
     norm_eps: f32,
-    _pad0: u32,
+    norm_groups: u32,
     _pad1: u32,
 }
 

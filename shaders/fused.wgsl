@@ -7,6 +7,16 @@
 // group g (`load_pairs`), rotated in every Q and K head with one angle per lane; above, a
 // group of 2 * LANES tail elements, copied. The pair groups and the tail groups cover each
 // head's elements once, so V is copied by the same invocations.
+//
+// With QK-norm (`norm_main`) each head's root mean square is needed before any of its
+// elements is stored, so the lane groups of one token go to T = `params.groups`
+// invocations of one workgroup (a power of two dividing it), each owning one or two
+// (`span`) lane groups: an invocation loads its groups of a head once into registers and
+// sums their squares, the token's invocations add their sums through workgroup memory in a
+// fixed order (one barrier per head), and each then stores its groups normalized and
+// rotated. Every element is read from memory once per call, the norm's factors once per
+// invocation, and since all loads of a head come before the barrier and all stores after
+// it, Q can be rewritten in place.
 
 #ifdef f16
 enable f16;
@@ -29,7 +39,7 @@ enable f16;
 override Q_OUT: bool = false;
 // Per-head RMS normalization of Q and K before the rotation (Qwen3, Gemma 3): each element
 // times 1 / sqrt(mean square of its head + eps) times its factor (the host packs `w` or
-// `1 + w`). Q then goes out of place: every invocation of a head reads the whole head.
+// `1 + w`); see `norm_main`.
 override QK_NORM: bool = false;
 // Paged cache: token t goes to slot `aux[aux_base + t]` (an i32; negative: skipped), else
 // to its position (the first axis for M-RoPE) in its batch row.
@@ -82,35 +92,18 @@ fn store_cache_tail(c: u32, e0: u32, g: u32, p: Pairs) {
     st_cachev(c, e + LANES, p.b);
 }
 
-// 1 / sqrt(mean square + eps) of the head at `at`, every element read in the same order by
-// every invocation of the head (so all agree).
-fn inv_rms(at: u32) -> f32 {
-    let d = 2u * params.groups * params.span * LANES;
-    var sum = 0.0;
-#ifdef x4
-    for (var e = 0u; e < d; e += 4u) {
-        let x = ld4(VIEW_A, at + e);
-        sum += dot(x, x);
-    }
-#else
-    for (var e = 0u; e < d; e++) {
-        let x = ld1(VIEW_A, at + e);
-        sum += x * x;
-    }
-#endif
-    return inverseSqrt(sum / f32(d) + params.norm_eps);
-}
-
-// Lane group g of a head normalized: `k` picks K's factors (else Q's).
-fn normed(p: Pairs, inv: f32, k: bool, g: u32) -> Pairs {
-    if !QK_NORM {
-        return p;
-    }
-    let heads = select(0u, 2u * params.groups * params.span, k);
+// The norm's factors of lane group g (`k`: K's, else Q's), as the lanes of `load_group`.
+fn factors(k: bool, g: u32) -> Pairs {
+    let heads = select(0u, 2u * params.norm_groups, k);
     // The factors follow the frequencies' three entries per rotated lane group; K's follow
     // Q's, a head's worth later.
     let at = 3u * (params.half / LANES) + heads + 2u * g;
-    return Pairs(p.a * inv * bitcast<FV>(freq[at]), p.b * inv * bitcast<FV>(freq[at + 1u]));
+    return Pairs(bitcast<FV>(freq[at]), bitcast<FV>(freq[at + 1u]));
+}
+
+// A lane group normalized: times its head's 1 / rms and its factors `f`.
+fn normed(p: Pairs, inv: f32, f: Pairs) -> Pairs {
+    return Pairs(p.a * inv * f.a, p.b * inv * f.b);
 }
 
 // (a, b) -> (a c - b s, a s + b c), lane by lane.
@@ -134,43 +127,65 @@ fn turn_of(w: Work, g: u32) -> Turn {
     return Turn(false, sc.c * params.scale, sc.s * (params.scale * params.sin_sign));
 }
 
-// Lane group g of the Q head at `at`: rotated in place, or into the Q head at `out`
-// (normalized first, with `inv` its head's 1 / rms).
-fn q_group(at: u32, out: u32, g: u32, t: Turn, inv: f32) {
+// Lane group g of the Q head at `at`: rotated in place, or into the Q head at `out`.
+fn q_group(at: u32, out: u32, g: u32, t: Turn) {
     if t.tail {
         if Q_OUT {
-            store_tail(VIEW_B, out, g, normed(load_tail(VIEW_A, at, g), inv, false, g));
+            store_tail(VIEW_B, out, g, load_tail(VIEW_A, at, g));
         }
     } else if Q_OUT {
-        let p = normed(load_pairs(VIEW_A, at, g), inv, false, g);
-        store_pairs(VIEW_B, out, g, turned(p, t.c, t.s));
+        store_pairs(VIEW_B, out, g, turned(load_pairs(VIEW_A, at, g), t.c, t.s));
     } else {
         rotate_pairs(VIEW_A, at, g, t.c, t.s);
     }
 }
 
-// Lane group g of the K and V heads at `k` and `v` into the caches at element `at` (K
-// normalized first, with `inv` its head's 1 / rms).
-fn kv_group(k: u32, v: u32, at: u32, g: u32, t: Turn, inv: f32) {
-    if t.tail {
-        store_cache_tail(KC, params.k_base + at, g, normed(load_tail(VIEW_A, k, g), inv, true, g));
-        store_cache_tail(VC, params.v_base + at, g, load_tail(VIEW_A, v, g));
+// Lane group g of the K and V heads at `k` and `v` into the caches at element `at`.
+fn kv_group(k: u32, v: u32, at: u32, g: u32, t: Turn) {
+    store_cache_group(KC, params.k_base + at, g, turned_by(load_group(VIEW_A, k, g), t));
+    store_cache_group(VC, params.v_base + at, g, load_group(VIEW_A, v, g));
+}
+
+// Lane group g of the head at `e0` of view `v`: a pair group, or a tail group.
+fn load_group(v: u32, e0: u32, g: u32) -> Pairs {
+    if g >= params.half / LANES {
+        return load_tail(v, e0, g);
+    }
+    return load_pairs(v, e0, g);
+}
+
+// Lane group g into the head at `e0` of view `v`, where `load_group` read it.
+fn store_group(v: u32, e0: u32, g: u32, p: Pairs) {
+    if g >= params.half / LANES {
+        store_tail(v, e0, g, p);
     } else {
-        let p = normed(load_pairs(VIEW_A, k, g), inv, true, g);
-        store_cache_pairs(KC, params.k_base + at, g, turned(p, t.c, t.s));
-        store_cache_pairs(VC, params.v_base + at, g, load_pairs(VIEW_A, v, g));
+        store_pairs(v, e0, g, p);
     }
 }
 
-fn head_inv_rms(at: u32) -> f32 {
-    if QK_NORM {
-        return inv_rms(at);
+// The same into cache `c` at element `e0`.
+fn store_cache_group(c: u32, e0: u32, g: u32, p: Pairs) {
+    if g >= params.half / LANES {
+        store_cache_tail(c, e0, g, p);
+    } else {
+        store_cache_pairs(c, e0, g, p);
     }
-    return 1.0;
+}
+
+// `p` rotated by `t` (unchanged for a tail group).
+fn turned_by(p: Pairs, t: Turn) -> Pairs {
+    if t.tail {
+        return p;
+    }
+    return turned(p, t.c, t.s);
 }
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    if QK_NORM {
+        norm_main(wid, lid);
+        return;
+    }
     let w = work_item(wid, lid);
     if !w.valid {
         return;
@@ -189,10 +204,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var h = 0u; h < params.n_h; h++) {
         let at = row + h * params.stride_h;
         let to = out + h * params.stride2_h;
-        let inv = head_inv_rms(at);
-        q_group(at, to, g0, t0, inv);
+        q_group(at, to, g0, t0);
         if two {
-            q_group(at, to, g0 + 1u, t1, inv);
+            q_group(at, to, g0 + 1u, t1);
         }
     }
     let cached = cache_row(w);
@@ -206,10 +220,130 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let at = cached + h * params.cache_stride_h;
         let k = row + (params.n_h + h) * params.stride_h;
         let v = row + (params.n_h + params.n_h2 + h) * params.stride_h;
-        let inv = head_inv_rms(k);
-        kv_group(k, v, at, g0, t0, inv);
+        kv_group(k, v, at, g0, t0);
         if two {
-            kv_group(k, v, at, g0 + 1u, t1, inv);
+            kv_group(k, v, at, g0 + 1u, t1);
+        }
+    }
+}
+
+// Each invocation's sum of squares of its groups of a head, in two halves used by
+// alternate heads, so that one barrier a head orders both the writes and the reads.
+var<workgroup> norm_partial: array<f32, 128>;
+
+fn squares(p: Pairs) -> f32 {
+#ifdef x4
+    return dot(p.a, p.a) + dot(p.b, p.b);
+#else
+    return p.a * p.a + p.b * p.b;
+#endif
+}
+
+// QK-norm: `params.groups` (T) invocations own one token, the one of index `lane` among them
+// lane groups `lane span` and, with span 2, the next (see the file's head). The groups are
+// held in named registers (p0, p1), never in an indexed array: drivers keep those in
+// memory, and on lavapipe that alone made the kernel 4x slower than the identity shader.
+fn norm_main(wid: vec3<u32>, lid: u32) {
+    let i = (wid.y * params.grid_x + wid.x) * WORKGROUP + lid;
+    let threads = params.groups;
+    let t = i / threads;
+    let lane = i % threads;
+    let two = params.span == 2u;
+    let g0 = lane * params.span;
+    // Past the block, or a lane past the head's groups (T is rounded up to a power of
+    // two): no loads or stores, but every barrier.
+    let live = i < params.total && g0 < params.norm_groups;
+    let w = Work(live, t / max(params.n_s, 1u), t % max(params.n_s, 1u), 0u);
+    var t0 = Turn(true, FV(1.0), FV(0.0));
+    var t1 = t0;
+    var cached = NOT_CACHED;
+    // The factors of the two groups, Q's and K's, loaded once for every head.
+    var fq0 = Pairs(FV(0.0), FV(0.0));
+    var fq1 = fq0;
+    var fk0 = fq0;
+    var fk1 = fq0;
+    if live {
+        t0 = turn_of(w, g0);
+        fq0 = factors(false, g0);
+        fk0 = factors(true, g0);
+        if two {
+            t1 = turn_of(w, g0 + 1u);
+            fq1 = factors(false, g0 + 1u);
+            fk1 = factors(true, g0 + 1u);
+        }
+        cached = cache_row(w);
+        if cached == PAST_CACHE {
+            atomicOr(&flag[params.flag_base], 1u);
+        }
+    }
+    let stores_kv = cached != PAST_CACHE && cached != NOT_CACHED;
+    let row = row_start(w);
+    let out = row_start2(w);
+    let inv_d = 1.0 / f32(2u * LANES * params.norm_groups);
+    // Q heads, then K heads (which follow them in `qkv`).
+    for (var h = 0u; h < params.n_h + params.n_h2; h++) {
+        let at = row + h * params.stride_h;
+        var p0 = Pairs(FV(0.0), FV(0.0));
+        var p1 = p0;
+        if live {
+            p0 = load_group(VIEW_A, at, g0);
+            if two {
+                p1 = load_group(VIEW_A, at, g0 + 1u);
+            }
+        }
+        let side = (h & 1u) * WORKGROUP;
+        norm_partial[side + lid] = squares(p0) + squares(p1);
+        workgroupBarrier();
+        // The token's sums, in the order of their lanes: every invocation of the token
+        // gets the same total.
+        var total = 0.0;
+        let first = side + lid - lane;
+        for (var j = 0u; j < threads; j++) {
+            total += norm_partial[first + j];
+        }
+        // Stores in a branch of their own, never a `continue`: the barrier must stay in
+        // uniform control flow for every head.
+        if live {
+            let inv = inverseSqrt(total * inv_d + params.norm_eps);
+            let is_k = h >= params.n_h;
+            var f0 = fq0;
+            var f1 = fq1;
+            if is_k {
+                f0 = fk0;
+                f1 = fk1;
+            }
+            let q0 = turned_by(normed(p0, inv, f0), t0);
+            let q1 = turned_by(normed(p1, inv, f1), t1);
+            if !is_k && Q_OUT {
+                let e0 = out + h * params.stride2_h;
+                store_group(VIEW_B, e0, g0, q0);
+                if two {
+                    store_group(VIEW_B, e0, g0 + 1u, q1);
+                }
+            } else if !is_k {
+                store_group(VIEW_A, at, g0, q0);
+                if two {
+                    store_group(VIEW_A, at, g0 + 1u, q1);
+                }
+            } else if stores_kv {
+                let c = params.k_base + cached + (h - params.n_h) * params.cache_stride_h;
+                store_cache_group(KC, c, g0, q0);
+                if two {
+                    store_cache_group(KC, c, g0 + 1u, q1);
+                }
+            }
+        }
+    }
+    if !(live && stores_kv) {
+        return;
+    }
+    // V as it is.
+    for (var h = 0u; h < params.n_h2; h++) {
+        let v = row + (params.n_h + params.n_h2 + h) * params.stride_h;
+        let c = params.v_base + cached + h * params.cache_stride_h;
+        store_cache_group(VC, c, g0, load_group(VIEW_A, v, g0));
+        if two {
+            store_cache_group(VC, c, g0 + 1u, load_group(VIEW_A, v, g0 + 1u));
         }
     }
 }

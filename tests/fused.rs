@@ -376,6 +376,37 @@ fn cases() -> Vec<Case> {
                 Positions::Start(11),
             )
         },
+        Case {
+            norm: Some(norm(64, NormWeight::Scale)),
+            ..Case::new(
+                "QK-norm, Q in place, GQA 6/2, vec4",
+                [2, 5, 6, 2, 64],
+                Positions::Start(3),
+            )
+        },
+        Case {
+            spec: RopeSpec::new()
+                .rotary_dim(12)
+                .pair_layout(PairLayout::Interleaved),
+            norm: Some(norm(256, NormWeight::OnePlus)),
+            cache_dtype: Dtype::BF16,
+            offset: 3,
+            ..Case::new(
+                "QK-norm, Q in place, head_dim 256, one pair per invocation, partial rotary",
+                [1, 4, 2, 1, 256],
+                Positions::Ids(vec![5, 0, 7, 2]),
+            )
+        },
+        Case {
+            norm: Some(norm(256, NormWeight::Scale)),
+            q_out: true,
+            index: Index::Slots(vec![3, -1, 0]),
+            ..Case::new(
+                "QK-norm, head_dim 256, vec4, Q out, paged",
+                [1, 3, 4, 2, 256],
+                Positions::Start(100),
+            )
+        },
         Case::new(
             "start, GQA 8/2, BHSD cache, in place",
             [2, 5, 8, 2, 64],
@@ -707,11 +738,6 @@ fn bad_fused_calls_are_typed_errors() {
         "{:?}",
         run(&start, 1)
     );
-    let norm_in_place = Case {
-        norm: Some(norm(16, NormWeight::Scale)),
-        ..Case::new("QK-norm in place", [1, 4, 2, 1, 16], Positions::Start(0))
-    };
-    assert!(matches!(run(&norm_in_place, 3), Err(Error::Unsupported(_))));
     let short_weights = Case {
         norm: Some(norm(8, NormWeight::Scale)),
         q_out: true,

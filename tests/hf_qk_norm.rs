@@ -3,7 +3,8 @@
 //! each followed by the family's rotary module and `apply_rotary_pos_emb`, as the attention's
 //! forward runs them (`tests/data/hf/hf_qk_norm_golden.py`, transformers 5.24 in binary64).
 //! The spec comes from the fixture's config.json through `HfRope::from_config`; Q goes to its
-//! own tensor, K into a paged cache, both compared with HF's.
+//! own tensor or back into the packed one (in place), K into a paged cache, both compared
+//! with HF's.
 #![cfg(not(target_arch = "wasm32"))]
 #![cfg(feature = "hf-config")]
 
@@ -101,79 +102,32 @@ fn fused_qk_norm_and_rope_match_hf() {
                 packed[at..at + d as usize].copy_from_slice(head_of(h, t));
             }
         }
-        let qkv = f32_buffer(&packed);
+        // Q out of place, then in place in the packed tensor (each head is read whole before
+        // any of it is written).
+        for in_place in [false, true] {
+            gpu_matches_hf(&GpuCase {
+                name: &name,
+                spec: &layer.spec,
+                norm: &norm,
+                packed: &packed,
+                qkv_layout,
+                dims: [hq, hkv, s, d],
+                positions: &positions,
+                k_in: &k,
+                want_q: &flat(&case["q_out"]),
+                want_k: &flat(&case["k_out"]),
+                in_place,
+            });
+        }
+        // The f64 reference against HF.
         let q_layout = Layout::bhsd([1, hq, s, d]);
-        // Outputs poisoned: an element left unwritten fails.
-        let poisoned = |n: u64| f32_buffer(&(0..n as usize).map(poison).collect::<Vec<f32>>());
-        let q_out = poisoned(hq * s * d);
         let cache_layout = Layout::bshd(Dims {
             batch: 1,
             heads: hkv,
             seq: s,
             head_dim: d,
         });
-        let (k_cache, v_cache) = (poisoned(hkv * s * d), poisoned(hkv * s * d));
-        let slots: Vec<u32> = (0..s as u32).collect();
-        let (ids, slot_buffer) = (u32_buffer(&positions), u32_buffer(&slots));
-        let call = QkvCall::new(
-            TensorView::new(&qkv, qkv_layout),
-            hkv,
-            Positions::Ids(ArrayView::new(&ids)),
-            KvCache {
-                k: TensorView::new(&k_cache, cache_layout),
-                v: TensorView::new(&v_cache, cache_layout),
-                index: CacheIndex::Slots(ArrayView::new(&slot_buffer)),
-                overflow_flag: None,
-            },
-        )
-        .with_q_out(TensorView::new(&q_out, q_layout))
-        .with_qk_norm(&norm);
-        let mut encoder = ctx().device().create_command_encoder(&Default::default());
-        ctx()
-            .encode_qkv(&mut encoder, &layer.spec, &call)
-            .expect("encode");
-        ctx().queue().submit([encoder.finish()]);
-
-        // HF's q_out [hq, S, d] and k_out [hkv, S, d]; the cache holds K as [S, hkv, d].
         let (want_q, want_k) = (flat(&case["q_out"]), flat(&case["k_out"]));
-        let got_q = read(&q_out);
-        // A cache [S, hkv, d] in HF's order [hkv, S, d].
-        let heads_first = |cache: &[f64]| -> Vec<f64> {
-            (0..hkv)
-                .flat_map(|h| (0..s).map(move |t| (h, t)))
-                .flat_map(|(h, t)| {
-                    let at = reference::row_start(&cache_layout, 0, h, t) as usize;
-                    cache[at..at + d as usize].to_vec()
-                })
-                .collect()
-        };
-        let got_k = heads_first(&read(&k_cache));
-        // V (K's input values again) is copied as it is: neither normalized nor rotated.
-        let got_v = heads_first(&read(&v_cache));
-        let k_in: Vec<f64> = k.iter().map(|&v| f64::from(v)).collect();
-        assert!(
-            got_v
-                .iter()
-                .zip(&k_in)
-                .all(|(g, x)| g.to_bits() == x.to_bits()),
-            "{name}: V cache differs from V"
-        );
-        let worst = |got: &[f64], want: &[f64]| {
-            assert_eq!(got.len(), want.len());
-            got.iter()
-                .zip(want)
-                // An unwritten (poisoned, NaN) element counts as infinitely wrong.
-                .map(|(g, w)| {
-                    let e = (g - w).abs() / w.abs().max(1.0);
-                    if e.is_nan() { f64::INFINITY } else { e }
-                })
-                .fold(0.0f64, f64::max)
-        };
-        let (eq, ek) = (worst(&got_q, &want_q), worst(&got_k, &want_k));
-        eprintln!("{name}: GPU vs HF, Q {eq:.2e}, K {ek:.2e} (relative to max(1, |x|))");
-        assert!(eq < 1e-6 && ek < 1e-6, "{name}: Q {eq:e}, K {ek:e}");
-
-        // The f64 reference against HF.
         let mut x: Vec<f64> = packed.iter().map(|&v| f64::from(v)).collect();
         let mut q_ref = vec![0.0; (hq * s * d) as usize];
         let (mut kc, mut vc) = (
@@ -193,13 +147,140 @@ fn fused_qk_norm_and_rope_match_hf() {
             reference::HostCacheIndex::Slots(&slots_i),
             Some(&norm),
         );
-        let (er_q, er_k) = (worst(&q_ref, &want_q), worst(&heads_first(&kc), &want_k));
+        let k_first = heads_first(&kc, &cache_layout, [hkv, s, d]);
+        let (er_q, er_k) = (worst(&q_ref, &want_q), worst(&k_first, &want_k));
         eprintln!("{name}: reference vs HF, Q {er_q:.2e}, K {er_k:.2e}");
         assert!(
             er_q < 1e-9 && er_k < 1e-9,
             "{name}: reference Q {er_q:e}, K {er_k:e}"
         );
     }
+}
+
+/// The largest difference relative to max(1, |x|); an unwritten (poisoned, NaN) element
+/// counts as infinitely wrong.
+fn worst(got: &[f64], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len());
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| {
+            let e = (g - w).abs() / w.abs().max(1.0);
+            if e.is_nan() { f64::INFINITY } else { e }
+        })
+        .fold(0.0f64, f64::max)
+}
+
+/// Rows `[.., h, t, ..]` of `layout` (`[hkv or hq, S, d]` in `dims`) in HF's order
+/// `[h, S, d]`.
+fn heads_first(x: &[f64], layout: &Layout, [heads, s, d]: [u64; 3]) -> Vec<f64> {
+    (0..heads)
+        .flat_map(|h| (0..s).map(move |t| (h, t)))
+        .flat_map(|(h, t)| {
+            let at = reference::row_start(layout, 0, h, t) as usize;
+            x[at..at + d as usize].to_vec()
+        })
+        .collect()
+}
+
+/// One GPU run of a golden case: Q out of place or in place.
+struct GpuCase<'a> {
+    name: &'a str,
+    spec: &'a wgpu_posenc::RopeSpec,
+    norm: &'a QkNorm,
+    packed: &'a [f32],
+    qkv_layout: Layout,
+    /// `[hq, hkv, S, d]`.
+    dims: [u64; 4],
+    positions: &'a [u32],
+    /// K's input values (V holds them again).
+    k_in: &'a [f32],
+    want_q: &'a [f64],
+    want_k: &'a [f64],
+    in_place: bool,
+}
+
+fn gpu_matches_hf(c: &GpuCase<'_>) {
+    let [hq, hkv, s, d] = c.dims;
+    let name = format!(
+        "{} ({})",
+        c.name,
+        if c.in_place { "Q in place" } else { "Q out" }
+    );
+    let qkv = f32_buffer(c.packed);
+    let q_layout = Layout::bhsd([1, hq, s, d]);
+    // Outputs poisoned: an element left unwritten fails.
+    let poisoned = |n: u64| f32_buffer(&(0..n as usize).map(poison).collect::<Vec<f32>>());
+    let q_out = poisoned(hq * s * d);
+    let cache_layout = Layout::bshd(Dims {
+        batch: 1,
+        heads: hkv,
+        seq: s,
+        head_dim: d,
+    });
+    let (k_cache, v_cache) = (poisoned(hkv * s * d), poisoned(hkv * s * d));
+    let slots: Vec<u32> = (0..s as u32).collect();
+    let (ids, slot_buffer) = (u32_buffer(c.positions), u32_buffer(&slots));
+    let call = QkvCall::new(
+        TensorView::new(&qkv, c.qkv_layout),
+        hkv,
+        Positions::Ids(ArrayView::new(&ids)),
+        KvCache {
+            k: TensorView::new(&k_cache, cache_layout),
+            v: TensorView::new(&v_cache, cache_layout),
+            index: CacheIndex::Slots(ArrayView::new(&slot_buffer)),
+            overflow_flag: None,
+        },
+    )
+    .with_qk_norm(c.norm);
+    let call = if c.in_place {
+        call
+    } else {
+        call.with_q_out(TensorView::new(&q_out, q_layout))
+    };
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    ctx()
+        .encode_qkv(&mut encoder, c.spec, &call)
+        .expect("encode");
+    ctx().queue().submit([encoder.finish()]);
+
+    // HF's q_out [hq, S, d] and k_out [hkv, S, d]; the cache holds K as [S, hkv, d].
+    let got_q = if c.in_place {
+        let mut q_heads = c.qkv_layout;
+        q_heads.shape[1] = hq;
+        let all = read(&qkv);
+        let got = heads_first(&all, &q_heads, [hq, s, d]);
+        // K and V heads of the packed tensor stay as they were.
+        for h in hq..hq + 2 * hkv {
+            for t in 0..s {
+                let at = reference::row_start(&c.qkv_layout, 0, h, t) as usize;
+                let (got, was) = (&all[at..at + d as usize], &c.packed[at..at + d as usize]);
+                for (e, (g, w)) in got.iter().zip(was).enumerate() {
+                    assert_eq!(
+                        g.to_bits(),
+                        f64::from(*w).to_bits(),
+                        "{name}: qkv {}",
+                        at + e
+                    );
+                }
+            }
+        }
+        got
+    } else {
+        read(&q_out)
+    };
+    let got_k = heads_first(&read(&k_cache), &cache_layout, [hkv, s, d]);
+    // V (K's input values again) is copied as it is: neither normalized nor rotated.
+    let got_v = heads_first(&read(&v_cache), &cache_layout, [hkv, s, d]);
+    assert!(
+        got_v
+            .iter()
+            .zip(c.k_in)
+            .all(|(g, &x)| g.to_bits() == f64::from(x).to_bits()),
+        "{name}: V cache differs from V"
+    );
+    let (eq, ek) = (worst(&got_q, c.want_q), worst(&got_k, c.want_k));
+    eprintln!("{name}: GPU vs HF, Q {eq:.2e}, K {ek:.2e} (relative to max(1, |x|))");
+    assert!(eq < 1e-6 && ek < 1e-6, "{name}: Q {eq:e}, K {ek:e}");
 }
 
 #[test]

@@ -56,7 +56,8 @@ pub struct QkvCall<'a> {
     /// Rotated Q goes here (`[batch, q_heads, seq, head_dim]`, the input's dtype) instead
     /// of back into `qkv`.
     pub q_out: Option<TensorView<'a>>,
-    /// Q and K normalized per head before the rotation (Qwen3, Gemma 3); needs `q_out`.
+    /// Q and K normalized per head before the rotation (Qwen3, Gemma 3); Q in place or
+    /// into `q_out`.
     pub qk_norm: Option<&'a QkNorm>,
 }
 
@@ -84,8 +85,7 @@ impl<'a> QkvCall<'a> {
         self
     }
 
-    /// Normalizes Q and K per head before the rotation (Q must go to `q_out`: every
-    /// invocation of a head reads the whole head, so it cannot be written in place).
+    /// Normalizes Q and K per head before the rotation (Q in place, or into `q_out`).
     pub fn with_qk_norm(mut self, norm: &'a QkNorm) -> Self {
         self.qk_norm = Some(norm);
         self
@@ -287,6 +287,12 @@ impl Rope {
         let angles = self.angles_at(seq_len)?;
         let (width, span) = self.fused_width(call, views);
         let lanes = width.pairs();
+        // With QK-norm, `groups` invocations own a token (see `norm_threads`).
+        let head_groups = self.head_dim / 2 / lanes;
+        let (groups, span) = match call.qk_norm {
+            Some(_) => norm_threads(head_groups)?,
+            None => (head_groups / span, span),
+        };
         // The frequency words (3 per pair), then with QK-norm the norm factors (where the
         // shader finds them: after 3 entries per rotated lane group).
         let freq = match call.qk_norm {
@@ -315,8 +321,9 @@ impl Rope {
         let mut params = Params {
             n_h: views.heads[0] as u32,
             n_h2: views.heads[1] as u32,
-            groups: (self.head_dim / 2 / lanes / span) as u32,
+            groups: groups as u32,
             span: span as u32,
+            norm_groups: head_groups as u32,
             half: (self.rotary_dim / 2) as u32,
             ids_stride_b: seq as u32,
             axis_stride: (batch * seq) as u32,
@@ -517,7 +524,7 @@ impl Rope {
             named.push(("q_out", out));
         }
         if let Some(norm) = call.qk_norm {
-            check_norm(norm, call.q_out.is_some(), d)?;
+            check_norm(norm, d)?;
         }
         for (i, a) in named.iter().enumerate() {
             for b in &named[i + 1..] {
@@ -564,14 +571,23 @@ impl Rope {
     }
 }
 
-/// A QK-norm's weights and eps, for heads of `d` elements (Q must go out of place).
-fn check_norm(norm: &QkNorm, q_out: bool, d: u64) -> Result<()> {
-    if !q_out {
+/// With QK-norm, the invocations that share one token and the lane groups each owns (two
+/// where the head has an even number, else one), for a head of `groups` lane groups: a
+/// power of two that divides the workgroup, so that a token's invocations meet in one.
+fn norm_threads(groups: u64) -> Result<(u64, u64)> {
+    let span = if groups.is_multiple_of(2) { 2 } else { 1 };
+    let threads = (groups / span).next_power_of_two();
+    if threads > WORKGROUP {
         return Err(Error::Unsupported(
-            "QK-norm needs Q out of place (QkvCall::with_q_out): every invocation of a \
-             head reads the whole head, so Q cannot be rewritten in place",
+            "QK-norm over a head of more than 128 lane groups (head_dim above 256 with one \
+             pair per invocation, 1024 with four)",
         ));
     }
+    Ok((threads, span))
+}
+
+/// A QK-norm's weights and eps, for heads of `d` elements.
+fn check_norm(norm: &QkNorm, d: u64) -> Result<()> {
     let lengths = [norm.q_weight.len(), norm.k_weight.len()];
     if lengths.iter().any(|&n| n as u64 != d) {
         return Err(Error::ShapeMismatch {

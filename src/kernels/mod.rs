@@ -369,12 +369,12 @@ impl Specialization {
                     for positions in PositionMode::GPU {
                         all.push(Specialization { positions, ..plain });
                     }
-                    // QK-norm needs Q out.
                     for (paged, q_out, norm) in [
                         (true, false, false),
                         (false, true, false),
                         (true, true, false),
                         (false, true, true),
+                        (true, false, true),
                     ] {
                         all.push(Specialization {
                             op: op(paged, q_out, norm),

@@ -55,7 +55,7 @@ pub(crate) struct Params {
     pub cache_stride_p: u32,
     pub cache_len: u32,
     pub norm_eps: f32,
-    pub _pad0: u32,
+    pub norm_groups: u32,
     pub _pad1: u32,
 }
 
@@ -263,7 +263,7 @@ mod tests {
             cache_stride_p,
             cache_len,
             norm_eps,
-            _pad0,
+            norm_groups,
             _pad1,
         );
         let spec = crate::kernels::Specialization::new(
