@@ -147,6 +147,17 @@ fn main() {
             })
         });
     });
+    let qkv = cases::QkvDecode::new(&ctx);
+    group.throughput(Throughput::Bytes(cases::QkvDecode::moved()));
+    for (name, norm) in [("qkv-decode", false), ("qkv-decode-norm", true)] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                timed(&samples, ("decode", name), iters, || {
+                    cases::submit_and_wait(&ctx, |e| qkv.record(&ctx, e, norm)).expect("run");
+                })
+            });
+        });
+    }
     group.finish();
     c.final_summary();
 

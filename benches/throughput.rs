@@ -298,6 +298,12 @@ fn sample(seq: u64) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// Whether the QKV case normalizes Q and K (then Q's expected rows are normalized first).
+fn normalizes(path: cases::QkvPath) -> bool {
+    use cases::QkvPath::{FusedNorm, FusedNormInPlace, UnfusedNorm};
+    matches!(path, FusedNorm | FusedNormInPlace | UnfusedNorm)
+}
+
 /// Values in [-1, 1) from rand's Xoshiro256++, as the tests draw theirs.
 fn values(seed: u64, n: usize) -> Vec<f32> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
@@ -331,6 +337,7 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
                 })
                 .collect::<Vec<_>>();
             if case == Case::Qkv(cases::QkvPath::FusedNorm) {
+                // Normalized and rotated into its own tensor.
                 // Q normalized and rotated into its own tensor.
                 let q_out = cases::q_out_layout(seq);
                 let at = rows
@@ -402,7 +409,7 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
         let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
         match case {
             Case::Qkv(path) => {
-                if path == cases::QkvPath::FusedNorm {
+                if normalizes(path) {
                     // Qwen3's RMSNorm with unit weights, in f64.
                     let mean_square =
                         expected.iter().map(|x| x * x).sum::<f64>() / expected.len() as f64;
@@ -455,9 +462,10 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
 fn decode(ctx: &PosEnc, submits: usize) -> Result<Vec<Row>, Error> {
     const RUN: usize = 100;
     let step = Decode::new(ctx);
+    let qkv = cases::QkvDecode::new(ctx);
     let roofline = wgpu_posenc::roofline::Roofline::new(ctx);
-    // Empty dispatch, two calls, one fused call.
-    let mut times: [Vec<f64>; 3] = Default::default();
+    // Empty dispatch, two calls, one Q+K call, the fused QKV call without and with QK-norm.
+    let mut times: [Vec<f64>; 5] = Default::default();
     // The first run of each is a warm-up.
     for run in 0..=submits.div_ceil(RUN) {
         for (kind, times) in times.iter_mut().enumerate() {
@@ -469,7 +477,9 @@ fn decode(ctx: &PosEnc, submits: usize) -> Result<Vec<Row>, Error> {
                         Ok(())
                     }
                     1 => step.record(ctx, e),
-                    _ => step.record_qk(ctx, e),
+                    2 => step.record_qk(ctx, e),
+                    3 => qkv.record(ctx, e, false),
+                    _ => qkv.record(ctx, e, true),
                 })?;
                 if run > 0 {
                     times.push(t.elapsed().as_secs_f64());
@@ -477,7 +487,7 @@ fn decode(ctx: &PosEnc, submits: usize) -> Result<Vec<Row>, Error> {
             }
         }
     }
-    let [empty, rope, fused] = times.map(|mut t| median(&mut t));
+    let [empty, rope, fused, qkv_plain, qkv_norm] = times.map(|mut t| median(&mut t));
     let row = |kernel, bytes, seconds| Row {
         kernel,
         layout: "bhsd",
@@ -493,6 +503,8 @@ fn decode(ctx: &PosEnc, submits: usize) -> Result<Vec<Row>, Error> {
         row("empty-dispatch", 0, empty),
         row("rope-decode", Decode::moved(), rope),
         row("rope-decode-qk", Decode::moved(), fused),
+        row("qkv-decode", cases::QkvDecode::moved(), qkv_plain),
+        row("qkv-decode-norm", cases::QkvDecode::moved(), qkv_norm),
     ])
 }
 

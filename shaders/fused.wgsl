@@ -180,7 +180,10 @@ fn turned_by(p: Pairs, t: Turn) -> Pairs {
     return turned(p, t.c, t.s);
 }
 
-@compute @workgroup_size(64)
+// Invocations of a workgroup: 64, or with QK-norm those of one token (T).
+override WG: u32 = 64u;
+
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     if QK_NORM {
         norm_main(wid, lid);
@@ -239,12 +242,12 @@ fn squares(p: Pairs) -> f32 {
 #endif
 }
 
-// QK-norm: `params.groups` (T) invocations own one token, the one of index `lane` among them
+// QK-norm: `params.groups` (T) invocations, a workgroup, own one token, the one of index `lane` among them
 // lane groups `lane span` and, with span 2, the next (see the file's head). The groups are
 // held in named registers (p0, p1), never in an indexed array: drivers keep those in
 // memory, and on lavapipe that alone made the kernel 4x slower than the identity shader.
 fn norm_main(wid: vec3<u32>, lid: u32) {
-    let i = (wid.y * params.grid_x + wid.x) * WORKGROUP + lid;
+    let i = (wid.y * params.grid_x + wid.x) * WG + lid;
     let threads = params.groups;
     let t = i / threads;
     let lane = i % threads;

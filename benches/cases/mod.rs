@@ -66,6 +66,11 @@ pub enum QkvPath {
     Fused,
     /// One dispatch with Qwen3's QK-norm, Q into its own tensor (the same bytes moved).
     FusedNorm,
+    /// One dispatch with Qwen3's QK-norm, Q in place.
+    FusedNormInPlace,
+    /// The unfused path of the same work: an RMSNorm pass over the Q and K heads in place
+    /// (`benches/cases/rmsnorm.wgsl`), then the fused call without the norm.
+    UnfusedNorm,
     /// Separate shader passes: RoPE on Q in place, RoPE on K into the K cache (out of
     /// place), and V into the V cache by an out-of-place pass of angle zero (an exact copy).
     Passes,
@@ -88,6 +93,8 @@ impl Case {
         for path in [
             QkvPath::Fused,
             QkvPath::FusedNorm,
+            QkvPath::FusedNormInPlace,
+            QkvPath::UnfusedNorm,
             QkvPath::Passes,
             QkvPath::CopyBound,
         ] {
@@ -107,6 +114,8 @@ impl Case {
             Case::Add => "sinusoidal-add",
             Case::Qkv(QkvPath::Fused) => "qkv-fused",
             Case::Qkv(QkvPath::FusedNorm) => "qkv-fused-norm",
+            Case::Qkv(QkvPath::FusedNormInPlace) => "qkv-fused-norm-inplace",
+            Case::Qkv(QkvPath::UnfusedNorm) => "qkv-unfused-norm",
             Case::Qkv(QkvPath::Passes) => "qkv-passes",
             Case::Qkv(QkvPath::CopyBound) => "qkv-copybound",
         }
@@ -226,7 +235,10 @@ fn record_qkv(
             RopeCall::new(v, Positions::Start(0)).with_output(TensorView::new(v_cache, cache));
         return ctx.encode_rope_call(encoder, &copy, &v_call).map(drop);
     }
-    if path == QkvPath::Fused || path == QkvPath::FusedNorm {
+    if path == QkvPath::UnfusedNorm {
+        buffers.rms_norm.encode(encoder);
+    }
+    if path != QkvPath::Passes && path != QkvPath::CopyBound {
         let kv = KvCache {
             k: TensorView::new(k_cache, cache),
             v: TensorView::new(v_cache, cache),
@@ -239,16 +251,16 @@ fn record_qkv(
             Positions::Start(0),
             kv,
         );
+        let norm = unit_norm();
         if path == QkvPath::FusedNorm {
-            let norm = QkNorm {
-                q_weight: vec![1.0; HEAD_DIM as usize],
-                k_weight: vec![1.0; HEAD_DIM as usize],
-                eps: NORM_EPS,
-                weight: NormWeight::Scale,
-            };
             let q_out = TensorView::new(&buffers.q_out, q_out_layout(seq));
             let call = call.with_q_out(q_out).with_qk_norm(&norm);
             return ctx.encode_qkv(encoder, &spec, &call).map(drop);
+        }
+        if path == QkvPath::FusedNormInPlace {
+            return ctx
+                .encode_qkv(encoder, &spec, &call.with_qk_norm(&norm))
+                .map(drop);
         }
         return ctx.encode_qkv(encoder, &spec, &call).map(drop);
     }
@@ -261,6 +273,103 @@ fn record_qkv(
 
 /// The QK-norm's eps in the QKV case with QK-norm (its weights are ones).
 pub const NORM_EPS: f32 = 1e-6;
+
+/// Qwen3's QK-norm with unit weights over heads of [`HEAD_DIM`].
+pub fn unit_norm() -> QkNorm {
+    QkNorm {
+        q_weight: vec![1.0; HEAD_DIM as usize],
+        k_weight: vec![1.0; HEAD_DIM as usize],
+        eps: NORM_EPS,
+        weight: NormWeight::Scale,
+    }
+}
+
+/// The unfused path's RMSNorm pass (`benches/cases/rmsnorm.wgsl`) over the Q and K heads
+/// of the QKV case's buffer, built once: one dispatch per chunk of tokens that fits one
+/// storage binding.
+pub struct RmsNormPass {
+    pipeline: wgpu::ComputePipeline,
+    chunks: Vec<(wgpu::BindGroup, [u32; 2])>,
+}
+
+impl RmsNormPass {
+    fn new(ctx: &PosEnc, x: &wgpu::Buffer, seq: u64) -> Self {
+        use wgpu::util::DeviceExt;
+        let device = ctx.device();
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("bench rmsnorm"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("rmsnorm.wgsl").into()),
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("bench rmsnorm"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let token_bytes = tensor_bytes(1);
+        let per_chunk = (device.limits().max_storage_buffer_binding_size / token_bytes).max(1);
+        let normed = QKV_Q_HEADS + QKV_KV_HEADS;
+        let chunks = (0..seq)
+            .step_by(per_chunk as usize)
+            .map(|t0| {
+                let tokens = per_chunk.min(seq - t0);
+                let rows = (tokens * normed) as u32;
+                let workgroups = rows.div_ceil(64);
+                let y = workgroups.div_ceil(65_535).max(1);
+                let grid = [workgroups.div_ceil(y), y];
+                let params: [u32; 8] = [
+                    rows,
+                    grid[0],
+                    (QKV_Q_HEADS + 2 * QKV_KV_HEADS) as u32,
+                    normed as u32,
+                    NORM_EPS.to_bits(),
+                    0,
+                    0,
+                    0,
+                ];
+                let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("bench rmsnorm params"),
+                    contents: bytemuck::cast_slice(&params),
+                    usage: wgpu::BufferUsages::UNIFORM,
+                });
+                let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("bench rmsnorm"),
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: uniform.as_entire_binding(),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                buffer: x,
+                                offset: t0 * token_bytes,
+                                size: wgpu::BufferSize::new(tokens * token_bytes),
+                            }),
+                        },
+                    ],
+                });
+                (group, grid)
+            })
+            .collect();
+        Self { pipeline, chunks }
+    }
+
+    fn encode(&self, encoder: &mut wgpu::CommandEncoder) {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("bench rmsnorm"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&self.pipeline);
+        for (group, grid) in &self.chunks {
+            pass.set_bind_group(0, group, &[]);
+            pass.dispatch_workgroups(grid[0], grid[1], 1);
+        }
+    }
+}
 
 /// Q out of the QKV case with QK-norm: `[1, S, 24, 128]` BSHD.
 pub fn q_out_layout(seq: u64) -> Layout {
@@ -329,6 +438,8 @@ pub struct Buffers {
     pub kv: [wgpu::Buffer; 2],
     /// Q out of the QKV case with QK-norm, `[1, S, 24, 128]` f32.
     pub q_out: wgpu::Buffer,
+    /// The unfused path's RMSNorm pass over `x`.
+    pub rms_norm: RmsNormPass,
 }
 
 impl Buffers {
@@ -344,14 +455,16 @@ impl Buffers {
                 mapped_at_creation: false,
             })
         };
+        let x = buffer(
+            "throughput x",
+            wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+        );
         Self {
             seq,
-            x: buffer(
-                "throughput x",
-                wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
-            ),
+            rms_norm: RmsNormPass::new(ctx, &x, seq),
+            x,
             copy_dst: copy.then(|| buffer("throughput copy", wgpu::BufferUsages::COPY_DST)),
             roofline: Roofline::new(ctx),
             q_out: device.create_buffer(&wgpu::BufferDescriptor {
@@ -430,6 +543,81 @@ impl Decode {
             Positions::Start(DECODE_POSITION),
         )
         .map(drop)
+    }
+}
+
+/// The fused call's decode step with Qwen3-8B's shapes: one token of a packed
+/// `[1, 1, 32 + 2 * 8, 128]` projection at [`DECODE_POSITION`], Q in place, K and V into
+/// caches `[1, 8, 4096, 128]`, with or without Qwen3's QK-norm.
+pub struct QkvDecode {
+    qkv: wgpu::Buffer,
+    kv: [wgpu::Buffer; 2],
+    norm: QkNorm,
+}
+
+/// Q heads of Qwen3-8B.
+pub const DECODE_Q_HEADS: u64 = 32;
+/// KV heads of Qwen3-8B.
+pub const DECODE_KV_HEADS: u64 = 8;
+/// Positions the decode step's caches hold.
+const DECODE_CACHE: u64 = 4096;
+
+impl QkvDecode {
+    /// Allocates the token and the caches.
+    pub fn new(ctx: &PosEnc) -> Self {
+        let buffer = |bytes: u64| {
+            ctx.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("throughput qkv decode"),
+                size: bytes,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let cache = DECODE_KV_HEADS * DECODE_CACHE * HEAD_DIM * 4;
+        Self {
+            qkv: buffer((DECODE_Q_HEADS + 2 * DECODE_KV_HEADS) * HEAD_DIM * 4),
+            kv: [buffer(cache), buffer(cache)],
+            norm: unit_norm(),
+        }
+    }
+
+    /// Bytes read plus written by one step: the token's Q, K and V, read and written.
+    pub fn moved() -> u64 {
+        2 * (DECODE_Q_HEADS + 2 * DECODE_KV_HEADS) * HEAD_DIM * 4
+    }
+
+    /// Records the step, with QK-norm or without.
+    pub fn record(
+        &self,
+        ctx: &PosEnc,
+        encoder: &mut wgpu::CommandEncoder,
+        norm: bool,
+    ) -> Result<()> {
+        let heads = DECODE_Q_HEADS + 2 * DECODE_KV_HEADS;
+        let qkv = Layout::bshd(Dims {
+            batch: 1,
+            heads,
+            seq: 1,
+            head_dim: HEAD_DIM,
+        });
+        let cache = Layout::bhsd([1, DECODE_KV_HEADS, DECODE_CACHE, HEAD_DIM]);
+        let call = QkvCall::new(
+            TensorView::new(&self.qkv, qkv),
+            DECODE_KV_HEADS,
+            Positions::Start(DECODE_POSITION),
+            KvCache {
+                k: TensorView::new(&self.kv[0], cache),
+                v: TensorView::new(&self.kv[1], cache),
+                index: CacheIndex::Position,
+                overflow_flag: None,
+            },
+        );
+        let call = if norm {
+            call.with_qk_norm(&self.norm)
+        } else {
+            call
+        };
+        ctx.encode_qkv(encoder, &RopeSpec::new(), &call).map(drop)
     }
 }
 

@@ -232,7 +232,8 @@ impl Passes {
                     entry_point: Some("main"),
                     compilation_options: wgpu::PipelineCompilationOptions {
                         constants: &constants,
-                        // Kernels use no workgroup memory.
+                        // Only the QK-norm kernel uses workgroup memory, and writes each
+                        // element before it reads it.
                         zero_initialize_workgroup_memory: false,
                     },
                     cache: None,

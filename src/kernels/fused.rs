@@ -119,7 +119,12 @@ impl Block<'_> {
         let seq = call.qkv.layout.shape[2];
         let mut params = self.params;
         let total = nb * ns * u64::from(params.groups);
-        let (workgroups, grid) = fold_grid(total.div_ceil(WORKGROUP));
+        // With QK-norm a workgroup is one token's invocations.
+        let size = match call.qk_norm {
+            Some(_) => u64::from(params.groups),
+            None => WORKGROUP,
+        };
+        let (workgroups, grid) = fold_grid(total.div_ceil(size));
         (params.n_b, params.n_s, params.tok0) = (nb as u32, ns as u32, s0 as u32);
         (params.total, params.grid_x) = (total as u32, grid[0]);
         let b_shift = b0 * u64::from(params.cache_stride_b);
@@ -312,7 +317,11 @@ impl Rope {
                 cache: views.k_cache.dtype,
                 paged: slots.is_some(),
                 q_out: call.q_out.is_some(),
-                qk_norm: call.qk_norm.is_some(),
+                qk_norm: if call.qk_norm.is_some() {
+                    groups as u8
+                } else {
+                    0
+                },
             },
             positions: positions.mode(),
             ..Specialization::new(Kernel::Fused, self.spec.pair_layout, width, call.qkv.dtype)

@@ -134,8 +134,9 @@ pub enum Op {
         paged: bool,
         /// Q into its own tensor rather than in place.
         q_out: bool,
-        /// Q and K normalized per head before the rotation.
-        qk_norm: bool,
+        /// Q and K normalized per head before the rotation by this many invocations a
+        /// token, each a workgroup of its own (0: no QK-norm).
+        qk_norm: u8,
     },
 }
 
@@ -175,7 +176,7 @@ impl Specialization {
                     cache: dtype,
                     paged: false,
                     q_out: false,
-                    qk_norm: false,
+                    qk_norm: 0,
                 },
             },
             pair_layout,
@@ -294,7 +295,10 @@ impl Specialization {
             } => {
                 constants.push(("PAGED", flag(paged)));
                 constants.push(("Q_OUT", flag(q_out)));
-                constants.push(("QK_NORM", flag(qk_norm)));
+                constants.push(("QK_NORM", flag(qk_norm > 0)));
+                if qk_norm > 0 {
+                    constants.push(("WG", f64::from(qk_norm)));
+                }
             }
         }
         constants
@@ -362,7 +366,7 @@ impl Specialization {
                         qk_norm,
                     };
                     let plain = Specialization {
-                        op: op(false, false, false),
+                        op: op(false, false, 0),
                         ..Specialization::new(Kernel::Fused, pair_layout, width, dtype)
                     };
                     all.push(plain);
@@ -370,11 +374,11 @@ impl Specialization {
                         all.push(Specialization { positions, ..plain });
                     }
                     for (paged, q_out, norm) in [
-                        (true, false, false),
-                        (false, true, false),
-                        (true, true, false),
-                        (false, true, true),
-                        (true, false, true),
+                        (true, false, 0),
+                        (false, true, 0),
+                        (true, true, 0),
+                        (false, true, 8),
+                        (true, false, 4),
                     ] {
                         all.push(Specialization {
                             op: op(paged, q_out, norm),
