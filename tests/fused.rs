@@ -20,31 +20,6 @@ use wgpu_posenc::{
 /// Elements of guard before and after every view.
 const GUARD: u64 = 6;
 
-fn encode(dtype: Dtype, v: f64) -> u32 {
-    match dtype {
-        Dtype::F32 => (v as f32).to_bits(),
-        Dtype::F16 => u32::from(half::f16::from_f64(v).to_bits()),
-        Dtype::BF16 => u32::from(half::bf16::from_f64(v).to_bits()),
-    }
-}
-
-fn decode(dtype: Dtype, bits: u32) -> f64 {
-    match dtype {
-        Dtype::F32 => f64::from(f32::from_bits(bits)),
-        Dtype::F16 => half::f16::from_bits(bits as u16).to_f64(),
-        Dtype::BF16 => half::bf16::from_bits(bits as u16).to_f64(),
-    }
-}
-
-/// A NaN of `dtype` whose payload encodes `i`.
-fn poison(dtype: Dtype, i: usize) -> u32 {
-    match dtype {
-        Dtype::F32 => common::poison(i).to_bits(),
-        Dtype::F16 => 0x7e00 | (i as u32 & 0x1ff),
-        Dtype::BF16 => 0x7fc0 | (i as u32 & 0x3f),
-    }
-}
-
 /// Element bits as stored in a buffer of `dtype`.
 fn to_bytes(dtype: Dtype, bits: &[u32]) -> Vec<u8> {
     let mut bytes: Vec<u8> = match dtype {
@@ -84,7 +59,7 @@ impl Data {
     fn new(rng: &mut Rng, dtype: Dtype, layout: &Layout, random: bool) -> Self {
         // An empty view still has its offset inside the buffer.
         let len = (layout.end().expect("layout").max(layout.offset) + GUARD) as usize;
-        let mut bits: Vec<u32> = (0..len).map(|i| poison(dtype, i)).collect();
+        let mut bits: Vec<u32> = (0..len).map(|i| common::poison_elem(dtype, i)).collect();
         if random {
             let [b, h, s, d] = layout.shape;
             for (bb, hh, ss) in
@@ -92,7 +67,7 @@ impl Data {
             {
                 let at = reference::row_start(layout, bb, hh, ss) as usize;
                 for e in 0..d as usize {
-                    bits[at + e] = encode(dtype, f64::from(rng.value()));
+                    bits[at + e] = common::encode_elem(dtype, f64::from(rng.value()));
                 }
             }
         }
@@ -111,7 +86,10 @@ impl Data {
     }
 
     fn values(&self) -> Vec<f64> {
-        self.bits.iter().map(|&b| decode(self.dtype, b)).collect()
+        self.bits
+            .iter()
+            .map(|&b| common::decode_elem(self.dtype, b))
+            .collect()
     }
 
     fn read(&self) -> Vec<u32> {
@@ -132,14 +110,14 @@ impl Data {
         };
         let mut worst = 0.0f64;
         for (i, ((&g, &x), &r)) in got.iter().zip(&self.bits).zip(expected).enumerate() {
-            if r.to_bits() == decode(self.dtype, x).to_bits() {
+            if r.to_bits() == common::decode_elem(self.dtype, x).to_bits() {
                 assert_eq!(g, x, "{what}: element {i} should be untouched");
             } else {
-                let err = (decode(self.dtype, g) - r).abs();
+                let err = (common::decode_elem(self.dtype, g) - r).abs();
                 assert!(
                     err <= rel * r.abs() + 1e-6 * r.abs().max(1.0),
                     "{what}: element {i}: {} vs {r}",
-                    decode(self.dtype, g)
+                    common::decode_elem(self.dtype, g)
                 );
                 worst = worst.max(err);
             }
@@ -698,9 +676,10 @@ fn shared_entry_holds_one_token(case: &Case) {
     for (data, wa, wb, what) in [(&k, &a.0, &b.0, "K"), (&v, &a.1, &b.1, "V")] {
         let got = data.read();
         for (i, &g) in got.iter().enumerate() {
-            let g_value = decode(data.dtype, g);
+            let g_value = common::decode_elem(data.dtype, g);
             let near = |w: f64| (g_value - w).abs() <= tol * w.abs() + 1e-6 * w.abs().max(1.0);
-            let untouched = wa[i].to_bits() == decode(data.dtype, data.bits[i]).to_bits()
+            let untouched = wa[i].to_bits()
+                == common::decode_elem(data.dtype, data.bits[i]).to_bits()
                 && wb[i].to_bits() == wa[i].to_bits();
             if untouched {
                 assert_eq!(g, data.bits[i], "{case:?}: {what} element {i} changed");

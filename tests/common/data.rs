@@ -166,3 +166,30 @@ pub fn assert_one_rounding(
         }
     }
 }
+
+/// Element bits of `v` stored as `dtype` (16-bit types in the low half), rounded to nearest.
+pub fn encode_elem(dtype: wgpu_posenc::Dtype, v: f64) -> u32 {
+    match dtype {
+        wgpu_posenc::Dtype::F32 => (v as f32).to_bits(),
+        wgpu_posenc::Dtype::F16 => u32::from(half::f16::from_f64(v).to_bits()),
+        wgpu_posenc::Dtype::BF16 => u32::from(half::bf16::from_f64(v).to_bits()),
+    }
+}
+
+/// The value of element bits of `dtype`.
+pub fn decode_elem(dtype: wgpu_posenc::Dtype, bits: u32) -> f64 {
+    match dtype {
+        wgpu_posenc::Dtype::F32 => f64::from(f32::from_bits(bits)),
+        wgpu_posenc::Dtype::F16 => half::f16::from_bits(bits as u16).to_f64(),
+        wgpu_posenc::Dtype::BF16 => half::bf16::from_bits(bits as u16).to_f64(),
+    }
+}
+
+/// A NaN of `dtype` whose payload encodes `i` (as [`poison`] for f32).
+pub fn poison_elem(dtype: wgpu_posenc::Dtype, i: usize) -> u32 {
+    match dtype {
+        wgpu_posenc::Dtype::F32 => poison(i).to_bits(),
+        wgpu_posenc::Dtype::F16 => 0x7e00 | (i as u32 & 0x1ff),
+        wgpu_posenc::Dtype::BF16 => 0x7fc0 | (i as u32 & 0x3f),
+    }
+}

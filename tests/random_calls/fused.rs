@@ -181,31 +181,6 @@ pub fn fused_strategy() -> impl Strategy<Value = FusedCase> {
         )
 }
 
-fn encode(dtype: Dtype, v: f64) -> u32 {
-    match dtype {
-        Dtype::F32 => (v as f32).to_bits(),
-        Dtype::F16 => u32::from(half::f16::from_f64(v).to_bits()),
-        Dtype::BF16 => u32::from(half::bf16::from_f64(v).to_bits()),
-    }
-}
-
-fn decode(dtype: Dtype, bits: u32) -> f64 {
-    match dtype {
-        Dtype::F32 => f64::from(f32::from_bits(bits)),
-        Dtype::F16 => half::f16::from_bits(bits as u16).to_f64(),
-        Dtype::BF16 => half::bf16::from_bits(bits as u16).to_f64(),
-    }
-}
-
-/// A NaN of `dtype` whose payload encodes `i`.
-fn poison(dtype: Dtype, i: usize) -> u32 {
-    match dtype {
-        Dtype::F32 => common::poison(i).to_bits(),
-        Dtype::F16 => 0x7e00 | (i as u32 & 0x1ff),
-        Dtype::BF16 => 0x7fc0 | (i as u32 & 0x3f),
-    }
-}
-
 /// A buffer of poisoned elements with random values in the rows of `layouts`.
 struct Data {
     dtype: Dtype,
@@ -224,7 +199,7 @@ impl Data {
             return None;
         }
         let mut bits: Vec<u32> = (0..(len + PAD) as usize)
-            .map(|i| poison(dtype, i))
+            .map(|i| common::poison_elem(dtype, i))
             .collect();
         for (l, _) in layouts.iter().filter(|(_, random)| *random) {
             let [b, h, s, d] = l.shape;
@@ -233,7 +208,7 @@ impl Data {
             {
                 let at = reference::row_start(l, bb, hh, ss) as usize;
                 for e in 0..d as usize {
-                    bits[at + e] = encode(dtype, f64::from(rng.value()));
+                    bits[at + e] = common::encode_elem(dtype, f64::from(rng.value()));
                 }
             }
         }
@@ -260,7 +235,10 @@ impl Data {
     }
 
     fn values(&self) -> Vec<f64> {
-        self.bits.iter().map(|&b| decode(self.dtype, b)).collect()
+        self.bits
+            .iter()
+            .map(|&b| common::decode_elem(self.dtype, b))
+            .collect()
     }
 
     fn read(&self) -> Vec<u32> {
@@ -287,14 +265,14 @@ impl Data {
             Dtype::F16 => 2f64.powi(-11),
             Dtype::BF16 => 2f64.powi(-8),
         };
-        let g = decode(self.dtype, got);
+        let g = common::decode_elem(self.dtype, got);
         (g - want).abs() <= rel * want.abs() + 1e-6 * want.abs().max(1.0)
     }
 
     /// Every element: untouched where `want` kept the initial value, else near it.
     fn check(&self, want: &[f64], what: &str) -> Result<(), String> {
         for (i, (&g, &w)) in self.read().iter().zip(want).enumerate() {
-            let initial = decode(self.dtype, self.bits[i]);
+            let initial = common::decode_elem(self.dtype, self.bits[i]);
             let ok = if w.to_bits() == initial.to_bits() {
                 g == self.bits[i]
             } else {
@@ -303,7 +281,7 @@ impl Data {
             if !ok {
                 return Err(format!(
                     "{what}: element {i} is {} ({g:#x}), expected {w}",
-                    decode(self.dtype, g)
+                    common::decode_elem(self.dtype, g)
                 ));
             }
         }
@@ -467,7 +445,7 @@ pub fn run_fused(c: &FusedCase) -> Result<bool, String> {
                     if !values.iter().any(|&w| data.near(g, w)) {
                         return Err(format!(
                             "cache {which}: element {i} is {}, none of {values:?}",
-                            decode(data.dtype, g)
+                            common::decode_elem(data.dtype, g)
                         ));
                     }
                 }
