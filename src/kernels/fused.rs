@@ -298,20 +298,7 @@ impl Rope {
             Some(_) => norm_threads(head_groups)?,
             None => (head_groups / span, span),
         };
-        // The frequency words (3 per pair), then with QK-norm the norm factors (where the
-        // shader finds them: after 3 entries per rotated lane group).
-        let freq = match call.qk_norm {
-            None => self
-                .ctx
-                .packed_frequencies(&angles.inv_freq, &self.axes, lanes as usize)?,
-            Some(norm) => {
-                let mut words =
-                    crate::angle::pack_frequencies(&angles.inv_freq, &self.axes, lanes as usize);
-                let (r, d) = (self.rotary_dim, self.head_dim);
-                words.extend(norm_words(norm, self.spec.pair_layout, r, d, lanes));
-                self.ctx.frequency_buffer(words)?
-            }
-        };
+        let freq = self.frequency_buffer(call.qk_norm, &angles, lanes)?;
         let spec = Specialization {
             op: Op::Fused {
                 cache: views.k_cache.dtype,
@@ -371,6 +358,26 @@ impl Rope {
             positions,
             slots,
         })
+    }
+
+    /// The frequency words (3 per pair), then with QK-norm the norm factors (where the
+    /// shader finds them: after 3 entries per rotated lane group), for groups of `lanes`.
+    fn frequency_buffer(
+        &self,
+        norm: Option<&QkNorm>,
+        angles: &super::rope::Angles,
+        lanes: u64,
+    ) -> Result<wgpu::Buffer> {
+        let Some(norm) = norm else {
+            return self
+                .ctx
+                .packed_frequencies(&angles.inv_freq, &self.axes, lanes as usize);
+        };
+        let mut words =
+            crate::angle::pack_frequencies(&angles.inv_freq, &self.axes, lanes as usize);
+        let (r, d) = (self.rotary_dim, self.head_dim);
+        words.extend(norm_words(norm, self.spec.pair_layout, r, d, lanes));
+        self.ctx.frequency_buffer(words)
     }
 
     /// The slot mapping, checked, or for a cache indexed by positions, the host-known
