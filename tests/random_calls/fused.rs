@@ -372,12 +372,7 @@ pub fn run_fused(c: &FusedCase) -> Result<bool, String> {
     let slot_words: Vec<u32> = c.slots.iter().flatten().map(|&x| x as u32).collect();
     let slot_buffer = u32_buffer(&slot_words);
     let flag = u32_buffer(&[0]);
-    let norm = c.norm.map(|(n, weight, eps)| QkNorm {
-        q_weight: (0..n).map(|i| 0.5 + (i as f32 * 0.37).sin()).collect(),
-        k_weight: (0..n).map(|i| 0.25 * (i as f32 * 1.3).cos()).collect(),
-        eps,
-        weight,
-    });
+    let norm = qk_norm(c);
     fn view(data: &Data, layout: Layout) -> TensorView<'_> {
         TensorView::new(&data.buffer, layout).with_dtype(data.dtype)
     }
@@ -483,6 +478,7 @@ fn cache_candidates(
         spec.scaling_seq_len = Some(host.seq_len(&l.qkv, 1));
     }
     let x = qkv.values();
+    let norm = qk_norm(c);
     for bb in 0..batch {
         for ss in 0..seq {
             let entry = match &c.slots {
@@ -511,18 +507,8 @@ fn cache_candidates(
             };
             let (kr, vr) = (row(&l.k), row(&l.v));
             let mut kx = k_init.clone();
-            let mut vx = if one_buffer {
-                k_init.clone()
-            } else {
-                v_init.clone()
-            };
+            let mut vx = v_init.clone();
             let mut xx = x.clone();
-            let norm = c.norm.map(|(n, weight, eps)| QkNorm {
-                q_weight: (0..n).map(|i| 0.5 + (i as f32 * 0.37).sin()).collect(),
-                k_weight: (0..n).map(|i| 0.25 * (i as f32 * 1.3).cos()).collect(),
-                eps,
-                weight,
-            });
             let ids = [entry as u32];
             let slot = [0i32];
             let position = host.position(batch, seq, bb, ss, 0).expect("position");
@@ -540,49 +526,35 @@ fn cache_candidates(
                 slot_layouts.0.shape[2] = 1;
                 slot_layouts.1.shape[2] = 1;
             }
-            if one_buffer {
-                // K and V in one array: write both into it.
-                reference::qkv_cache(
-                    &spec,
-                    &token,
-                    &mut xx,
-                    c.call_kv_heads,
-                    positions,
-                    None,
-                    (&slot_layouts.0, &mut kx),
-                    (&slot_layouts.1, &mut vx),
-                    index,
-                    norm.as_ref(),
-                );
-                let mut merged = k_init.clone();
-                for (i, (a, b)) in kx.iter().zip(&vx).enumerate() {
-                    if a.to_bits() != k_init[i].to_bits() {
-                        merged[i] = *a;
-                    }
-                    if b.to_bits() != k_init[i].to_bits() {
-                        merged[i] = *b;
-                    }
-                }
-                note(&mut out[0], &k_init, &merged);
-            } else {
-                reference::qkv_cache(
-                    &spec,
-                    &token,
-                    &mut xx,
-                    c.call_kv_heads,
-                    positions,
-                    None,
-                    (&slot_layouts.0, &mut kx),
-                    (&slot_layouts.1, &mut vx),
-                    index,
-                    norm.as_ref(),
-                );
-                note(&mut out[0], &k_init, &kx);
-                note(&mut out[1], &v_init, &vx);
-            }
+            reference::qkv_cache(
+                &spec,
+                &token,
+                &mut xx,
+                c.call_kv_heads,
+                positions,
+                None,
+                (&slot_layouts.0, &mut kx),
+                (&slot_layouts.1, &mut vx),
+                index,
+                norm.as_ref(),
+            );
+            // K and V in one buffer write disjoint elements of one array: both go to its
+            // candidates.
+            note(&mut out[0], &k_init, &kx);
+            note(&mut out[usize::from(!one_buffer)], &v_init, &vx);
         }
     }
     (out, past)
+}
+
+/// The case's QK-norm: `n` weights of each kind (head_dim for a valid call).
+fn qk_norm(c: &FusedCase) -> Option<QkNorm> {
+    c.norm.map(|(n, weight, eps)| QkNorm {
+        q_weight: (0..n).map(|i| 0.5 + (i as f32 * 0.37).sin()).collect(),
+        k_weight: (0..n).map(|i| 0.25 * (i as f32 * 1.3).cos()).collect(),
+        eps,
+        weight,
+    })
 }
 
 /// Adds each element `after` changed from `before` to the candidates.
