@@ -9,8 +9,7 @@
 
 mod common;
 
-use common::{Rng, ctx, u32_buffer};
-use wgpu::util::DeviceExt;
+use common::{Elements, Rng, ctx, u32_buffer};
 use wgpu_posenc::reference::{self, HostCacheIndex};
 use wgpu_posenc::{
     ArrayView, CacheIndex, Dims, Dtype, Error, HostPositions, KvCache, Layout, NormWeight,
@@ -19,112 +18,6 @@ use wgpu_posenc::{
 
 /// Elements of guard before and after every view.
 const GUARD: u64 = 6;
-
-/// Element bits as stored in a buffer of `dtype`.
-fn to_bytes(dtype: Dtype, bits: &[u32]) -> Vec<u8> {
-    let mut bytes: Vec<u8> = match dtype {
-        Dtype::F32 => bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
-        _ => bits
-            .iter()
-            .flat_map(|&b| (b as u16).to_le_bytes())
-            .collect(),
-    };
-    bytes.resize(bytes.len().next_multiple_of(4).max(4), 0);
-    bytes
-}
-
-fn from_bytes(dtype: Dtype, bytes: &[u8], n: usize) -> Vec<u32> {
-    match dtype {
-        Dtype::F32 => bytes
-            .chunks(4)
-            .take(n)
-            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-            .collect(),
-        _ => bytes
-            .chunks(2)
-            .take(n)
-            .map(|c| u32::from(u16::from_le_bytes(c.try_into().unwrap())))
-            .collect(),
-    }
-}
-
-/// A buffer of `len` poisoned elements of `dtype` whose elements inside `layout` are random.
-struct Data {
-    dtype: Dtype,
-    bits: Vec<u32>,
-    buffer: wgpu::Buffer,
-}
-
-impl Data {
-    fn new(rng: &mut Rng, dtype: Dtype, layout: &Layout, random: bool) -> Self {
-        // An empty view still has its offset inside the buffer.
-        let len = (layout.end().expect("layout").max(layout.offset) + GUARD) as usize;
-        let mut bits: Vec<u32> = (0..len).map(|i| common::poison_elem(dtype, i)).collect();
-        if random {
-            let [b, h, s, d] = layout.shape;
-            for (bb, hh, ss) in
-                (0..b).flat_map(|x| (0..h).flat_map(move |y| (0..s).map(move |z| (x, y, z))))
-            {
-                let at = reference::row_start(layout, bb, hh, ss) as usize;
-                for e in 0..d as usize {
-                    bits[at + e] = common::encode_elem(dtype, f64::from(rng.value()));
-                }
-            }
-        }
-        let buffer = ctx()
-            .device()
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("fused test data"),
-                contents: &to_bytes(dtype, &bits),
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            });
-        Self {
-            dtype,
-            bits,
-            buffer,
-        }
-    }
-
-    fn values(&self) -> Vec<f64> {
-        self.bits
-            .iter()
-            .map(|&b| common::decode_elem(self.dtype, b))
-            .collect()
-    }
-
-    fn read(&self) -> Vec<u32> {
-        let bytes = ctx().read_buffer(&self.buffer).expect("read back");
-        from_bytes(self.dtype, &bytes, self.bits.len())
-    }
-
-    /// Untouched where the reference left the initial value, else within one rounding.
-    #[track_caller]
-    fn check(&self, expected: &[f64], what: &str) -> f64 {
-        let got = self.read();
-        // Half an ulp of the stored type (one rounding), on top of the f32 arithmetic's
-        // 1e-6 (relative above 1) that every f32 result of the suite is held to.
-        let rel = match self.dtype {
-            Dtype::F32 => 0.0,
-            Dtype::F16 => 2f64.powi(-11),
-            Dtype::BF16 => 2f64.powi(-8),
-        };
-        let mut worst = 0.0f64;
-        for (i, ((&g, &x), &r)) in got.iter().zip(&self.bits).zip(expected).enumerate() {
-            if r.to_bits() == common::decode_elem(self.dtype, x).to_bits() {
-                assert_eq!(g, x, "{what}: element {i} should be untouched");
-            } else {
-                let err = (common::decode_elem(self.dtype, g) - r).abs();
-                assert!(
-                    err <= rel * r.abs() + 1e-6 * r.abs().max(1.0),
-                    "{what}: element {i}: {} vs {r}",
-                    common::decode_elem(self.dtype, g)
-                );
-                worst = worst.max(err);
-            }
-        }
-        worst
-    }
-}
 
 #[derive(Clone, Debug)]
 enum Index {
@@ -210,12 +103,12 @@ fn run_on(posenc: &wgpu_posenc::PosEnc, case: &Case, seed: u64) -> Result<(u32, 
         cache_layout(case.cache_offsets[0]),
         cache_layout(case.cache_offsets[1]),
     );
-    let qkv = Data::new(&mut rng, case.dtype, &qkv_layout, true);
+    let qkv = Elements::new(&mut rng, case.dtype, &[(qkv_layout, true)], GUARD).expect("layout");
     let q_out = case
         .q_out
-        .then(|| Data::new(&mut rng, case.dtype, &q_layout, false));
-    let k = Data::new(&mut rng, case.cache_dtype, &k_layout, false);
-    let v = Data::new(&mut rng, case.cache_dtype, &v_layout, false);
+        .then(|| Elements::new(&mut rng, case.dtype, &[(q_layout, false)], GUARD).expect("layout"));
+    let k = Elements::new(&mut rng, case.cache_dtype, &[(k_layout, false)], GUARD).expect("layout");
+    let v = Elements::new(&mut rng, case.cache_dtype, &[(v_layout, false)], GUARD).expect("layout");
     let pos_buffers = case.positions.as_ref().map(|p| u32_buffer(p));
     let slots: Vec<u32> = match &case.index {
         Index::Slots(s) => s.iter().map(|&x| x as u32).collect(),
@@ -224,7 +117,7 @@ fn run_on(posenc: &wgpu_posenc::PosEnc, case: &Case, seed: u64) -> Result<(u32, 
     let slot_buffer = u32_buffer(&slots);
     let flag = u32_buffer(&[0]);
 
-    fn view(data: &Data, layout: Layout) -> TensorView<'_> {
+    fn view(data: &Elements, layout: Layout) -> TensorView<'_> {
         TensorView::new(&data.buffer, layout).with_dtype(data.dtype)
     }
     let call = QkvCall::new(
@@ -255,7 +148,7 @@ fn run_on(posenc: &wgpu_posenc::PosEnc, case: &Case, seed: u64) -> Result<(u32, 
 
     let host: HostPositions<'_> = case.positions.as_ref().map(|p| &p[..]);
     let (mut qkv_ref, mut k_ref, mut v_ref) = (qkv.values(), k.values(), v.values());
-    let mut q_ref = q_out.as_ref().map(Data::values);
+    let mut q_ref = q_out.as_ref().map(Elements::values);
     let slots_ref: Vec<i32> = slots.iter().map(|&s| s as i32).collect();
     reference::qkv_cache(
         &case.spec,
@@ -272,13 +165,17 @@ fn run_on(posenc: &wgpu_posenc::PosEnc, case: &Case, seed: u64) -> Result<(u32, 
         },
         case.norm.as_ref(),
     );
+    let check = |data: &Elements, want: &[f64], what: &str| {
+        data.check(want, &format!("{}: {what}", case.name))
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
     let errors = [
-        qkv.check(&qkv_ref, &format!("{}: qkv", case.name)),
-        q_out.as_ref().map_or(0.0, |q| {
-            q.check(q_ref.as_ref().unwrap(), &format!("{}: q_out", case.name))
-        }),
-        k.check(&k_ref, &format!("{}: K cache", case.name)),
-        v.check(&v_ref, &format!("{}: V cache", case.name)),
+        check(&qkv, &qkv_ref, "qkv"),
+        q_out
+            .as_ref()
+            .map_or(0.0, |q| check(q, q_ref.as_ref().unwrap(), "q_out")),
+        check(&k, &k_ref, "K cache"),
+        check(&v, &v_ref, "V cache"),
     ];
     eprintln!(
         "{}: max error {:.2e}",
@@ -612,9 +509,11 @@ fn shared_entry_holds_one_token(case: &Case) {
         head_dim: d,
     });
     let cache_layout = Layout::bhsd([1, kv_heads, case.cache_len, d]).with_offset(GUARD);
-    let qkv = Data::new(&mut rng, case.dtype, &qkv_layout, true);
-    let k = Data::new(&mut rng, case.cache_dtype, &cache_layout, false);
-    let v = Data::new(&mut rng, case.cache_dtype, &cache_layout, false);
+    let qkv = Elements::new(&mut rng, case.dtype, &[(qkv_layout, true)], GUARD).expect("layout");
+    let k =
+        Elements::new(&mut rng, case.cache_dtype, &[(cache_layout, false)], GUARD).expect("layout");
+    let v =
+        Elements::new(&mut rng, case.cache_dtype, &[(cache_layout, false)], GUARD).expect("layout");
     let pos = case.positions.as_ref().map(|p| u32_buffer(p));
     let slot_list: Vec<i32> = match &case.index {
         Index::Slots(s) => s.clone(),
@@ -622,7 +521,7 @@ fn shared_entry_holds_one_token(case: &Case) {
     };
     let slot_words: Vec<u32> = slot_list.iter().map(|&s| s as u32).collect();
     let slot_buffer = u32_buffer(&slot_words);
-    fn view(data: &Data, layout: Layout) -> TensorView<'_> {
+    fn view(data: &Elements, layout: Layout) -> TensorView<'_> {
         TensorView::new(&data.buffer, layout).with_dtype(data.dtype)
     }
     let call = QkvCall::new(
@@ -869,11 +768,11 @@ fn a_repeated_fused_call_reuses_its_bind_group() {
     });
     let q_layout = Layout::bhsd([batch, q_heads, 1, d]);
     let cache_layout = Layout::bhsd([batch, kv_heads, 16, d]);
-    let qkv = Data::new(&mut rng, Dtype::F32, &qkv_layout, true);
-    let q_out = Data::new(&mut rng, Dtype::F32, &q_layout, false);
+    let qkv = Elements::new(&mut rng, Dtype::F32, &[(qkv_layout, true)], GUARD).expect("layout");
+    let q_out = Elements::new(&mut rng, Dtype::F32, &[(q_layout, false)], GUARD).expect("layout");
     let (k, v) = (
-        Data::new(&mut rng, Dtype::F32, &cache_layout, false),
-        Data::new(&mut rng, Dtype::F32, &cache_layout, false),
+        Elements::new(&mut rng, Dtype::F32, &[(cache_layout, false)], GUARD).expect("layout"),
+        Elements::new(&mut rng, Dtype::F32, &[(cache_layout, false)], GUARD).expect("layout"),
     );
     let positions = [5u32, 9];
     let ids = u32_buffer(&positions);
@@ -917,7 +816,11 @@ fn a_repeated_fused_call_reuses_its_bind_group() {
         HostCacheIndex::Position,
         None,
     );
-    q_out.check(&q_ref, "repeated: q_out");
-    k.check(&k_ref, "repeated: K cache");
-    v.check(&v_ref, "repeated: V cache");
+    q_out
+        .check(&q_ref, "repeated: q_out")
+        .unwrap_or_else(|e| panic!("{e}"));
+    k.check(&k_ref, "repeated: K cache")
+        .unwrap_or_else(|e| panic!("{e}"));
+    v.check(&v_ref, "repeated: V cache")
+        .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -8,14 +8,13 @@
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use wgpu::util::DeviceExt;
 use wgpu_posenc::reference::{self, HostCacheIndex};
 use wgpu_posenc::{
     ArrayView, CacheIndex, Dims, Dtype, HostPositions, KvCache, Layout, NormWeight, Positions,
     QkNorm, QkvCall, RopeSpec, Scaling, TensorView,
 };
 
-use super::common::{self, ctx, u32_buffer};
+use super::common::{self, Elements, ctx, u32_buffer};
 
 /// Elements of guard after every buffer's views.
 const PAD: u64 = 5;
@@ -181,114 +180,6 @@ pub fn fused_strategy() -> impl Strategy<Value = FusedCase> {
         )
 }
 
-/// A buffer of poisoned elements with random values in the rows of `layouts`.
-struct Data {
-    dtype: Dtype,
-    bits: Vec<u32>,
-    buffer: wgpu::Buffer,
-}
-
-impl Data {
-    /// `None` when a layout is malformed or too large to hold on the host.
-    fn new(rng: &mut common::Rng, dtype: Dtype, layouts: &[(Layout, bool)]) -> Option<Self> {
-        let mut len = 0;
-        for (l, _) in layouts {
-            len = len.max(l.end().ok()?.max(l.offset));
-        }
-        if len > 1 << 20 {
-            return None;
-        }
-        let mut bits: Vec<u32> = (0..(len + PAD) as usize)
-            .map(|i| common::poison_elem(dtype, i))
-            .collect();
-        for (l, _) in layouts.iter().filter(|(_, random)| *random) {
-            let [b, h, s, d] = l.shape;
-            for (bb, hh, ss) in
-                (0..b).flat_map(|x| (0..h).flat_map(move |y| (0..s).map(move |z| (x, y, z))))
-            {
-                let at = reference::row_start(l, bb, hh, ss) as usize;
-                for e in 0..d as usize {
-                    bits[at + e] = common::encode_elem(dtype, f64::from(rng.value()));
-                }
-            }
-        }
-        let mut bytes: Vec<u8> = match dtype {
-            Dtype::F32 => bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
-            _ => bits
-                .iter()
-                .flat_map(|&b| (b as u16).to_le_bytes())
-                .collect(),
-        };
-        bytes.resize(bytes.len().next_multiple_of(4).max(16), 0);
-        let buffer = ctx()
-            .device()
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("random fused call"),
-                contents: &bytes,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            });
-        Some(Self {
-            dtype,
-            bits,
-            buffer,
-        })
-    }
-
-    fn values(&self) -> Vec<f64> {
-        self.bits
-            .iter()
-            .map(|&b| common::decode_elem(self.dtype, b))
-            .collect()
-    }
-
-    fn read(&self) -> Vec<u32> {
-        let bytes = ctx().read_buffer(&self.buffer).expect("read back");
-        let n = self.bits.len();
-        match self.dtype {
-            Dtype::F32 => bytes
-                .chunks(4)
-                .take(n)
-                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-                .collect(),
-            _ => bytes
-                .chunks(2)
-                .take(n)
-                .map(|c| u32::from(u16::from_le_bytes(c.try_into().unwrap())))
-                .collect(),
-        }
-    }
-
-    /// Within one rounding of the stored type (on top of f32's 1e-6 relative above 1).
-    fn near(&self, got: u32, want: f64) -> bool {
-        let rel = match self.dtype {
-            Dtype::F32 => 0.0,
-            Dtype::F16 => 2f64.powi(-11),
-            Dtype::BF16 => 2f64.powi(-8),
-        };
-        let g = common::decode_elem(self.dtype, got);
-        (g - want).abs() <= rel * want.abs() + 1e-6 * want.abs().max(1.0)
-    }
-
-    /// Every element: untouched where `want` kept the initial value, else near it.
-    fn check(&self, want: &[f64], what: &str) -> Result<(), String> {
-        for (i, (&g, &w)) in self.read().iter().zip(want).enumerate() {
-            let initial = common::decode_elem(self.dtype, self.bits[i]);
-            let ok = if w.to_bits() == initial.to_bits() {
-                g == self.bits[i]
-            } else {
-                self.near(g, w)
-            };
-            if !ok {
-                return Err(format!(
-                    "{what}: element {i} is {} ({g:#x}), expected {w}",
-                    common::decode_elem(self.dtype, g)
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
 /// The call's views, laid out from the case.
 struct Layouts {
     qkv: Layout,
@@ -347,16 +238,16 @@ pub fn run_fused(c: &FusedCase) -> Result<bool, String> {
     let mut rng = common::Rng::new(c.seed);
     let l = layouts(c);
     let [b, _, _, _, d] = c.dims;
-    let qkv = Data::new(&mut rng, c.dtype, &[(l.qkv, true)]);
-    let q_out = Data::new(&mut rng, c.dtype, &[(l.q_out, false)]);
+    let qkv = Elements::new(&mut rng, c.dtype, &[(l.qkv, true)], PAD);
+    let q_out = Elements::new(&mut rng, c.dtype, &[(l.q_out, false)], PAD);
     let caches = match c.one_cache_buffer {
         Some(_) => {
-            let both = Data::new(&mut rng, c.cache_dtype, &[(l.k, false), (l.v, false)]);
+            let both = Elements::new(&mut rng, c.cache_dtype, &[(l.k, false), (l.v, false)], PAD);
             (both, None)
         }
         None => (
-            Data::new(&mut rng, c.cache_dtype, &[(l.k, false)]),
-            Data::new(&mut rng, c.cache_dtype, &[(l.v, false)]),
+            Elements::new(&mut rng, c.cache_dtype, &[(l.k, false)], PAD),
+            Elements::new(&mut rng, c.cache_dtype, &[(l.v, false)], PAD),
         ),
     };
     let (Some(qkv), Some(q_out), Some(k)) = (qkv, q_out, caches.0) else {
@@ -373,7 +264,7 @@ pub fn run_fused(c: &FusedCase) -> Result<bool, String> {
     let slot_buffer = u32_buffer(&slot_words);
     let flag = u32_buffer(&[0]);
     let norm = qk_norm(c);
-    fn view(data: &Data, layout: Layout) -> TensorView<'_> {
+    fn view(data: &Elements, layout: Layout) -> TensorView<'_> {
         TensorView::new(&data.buffer, layout).with_dtype(data.dtype)
     }
     let mut call = QkvCall::new(
@@ -462,7 +353,7 @@ pub fn run_fused(c: &FusedCase) -> Result<bool, String> {
 fn cache_candidates(
     c: &FusedCase,
     l: &Layouts,
-    qkv: &Data,
+    qkv: &Elements,
     k_init: Vec<f64>,
     v_init: Vec<f64>,
     host: HostPositions<'_>,
