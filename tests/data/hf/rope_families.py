@@ -1,0 +1,571 @@
+#!/usr/bin/env python3
+"""Every RoPE family of transformers 5.24, read as transformers reads it (tests/hf_families.rs).
+
+    /tmp/hfenv/bin/python tests/data/hf/rope_families.py   # writes rope_families.json
+
+The list comes from transformers itself: every `model_type` of `CONFIG_MAPPING` whose modeling
+module defines a `*RotaryEmbedding` class. For each one, the config class is instantiated with
+no arguments (no Hub); the language model's config is `get_text_config(decoder=True)`. The
+family's own rotary module is built from that config (the first `*RotaryEmbedding` of the text
+model's modeling module that takes it, language-model classes before vision/audio ones) and
+called as its model calls it (`forward(x, position_ids[, layer_type])`), then the rotation its
+attention module calls (`apply_rotary_pos_emb`, `apply_rotary_pos_emb_interleave`,
+`apply_rotary_emb`, ... whichever the attention class's source names) is applied to a fixed
+query, in float64 (the float32 spellings redirected as in hf_rope_golden.py).
+
+Where an attention module slices the head before calling the rotation (`q[..., :rotary_dim]`
+in Phi, StableLM, Persimmon, ...), the same slice is made here: the lanes past the rotary
+width pass through. Which layers rotate is read from the attention module itself: every
+attention module of the text model is built on the meta device (no memory) and its forward is
+run with the rotation function replaced by a recorder, so a layer whose code skips the
+rotation (SmolLM3's NoPE layers, EXAONE 4's global layers, a hybrid model's linear layers)
+is recorded as such.
+
+A family whose language model cannot be rotated here is recorded with the reason (its RoPE is
+only in a vision / audio encoder, a 2-D / 3-D rotation, a rotary module that takes no position
+ids, ...).
+"""
+import contextlib
+import importlib
+import inspect
+import json
+import math
+import os
+import re
+import sys
+import traceback
+import warnings
+
+warnings.filterwarnings("ignore")
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import CONFIG_MAPPING  # noqa: E402
+
+transformers.utils.logging.set_verbosity_error()
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+POSITIONS = [0, 1, 2, 7, 100, 4095, 4096, 32767, 131071, 1000000]
+NOT_TEXT = ("Vision", "Audio", "DiT", "Talker", "Perceiver", "Encoder", "Time", "Token2Wav", "BigVGAN")
+
+
+def make_input(n, d):
+    return torch.tensor([[math.sin(0.37 * k + 0.11 * i + 1.0) for k in range(d)] for i in range(n)],
+                        dtype=torch.float64)
+
+
+@contextlib.contextmanager
+def float64_mode():
+    saved = (torch.float, torch.float32, torch.Tensor.float, torch.get_default_dtype())
+    torch.float = torch.float64
+    torch.float32 = torch.float64
+    torch.Tensor.float = lambda self, *a, **kw: self.double(*a, **kw)
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.float, torch.float32, torch.Tensor.float = saved[:3]
+        torch.set_default_dtype(saved[3])
+
+
+def modeling_of(cls):
+    return importlib.import_module(cls.__module__.replace(".configuration_", ".modeling_"))
+
+
+def rotary_classes(m):
+    rots = [o for n, o in vars(m).items()
+            if n.endswith("RotaryEmbedding") and inspect.isclass(o) and o.__module__ == m.__name__]
+    return sorted(rots, key=lambda r: any(w in r.__name__ for w in NOT_TEXT))
+
+
+def jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return v
+    return repr(v)
+
+
+def attention_classes(m):
+    return [o for n, o in vars(m).items()
+            if inspect.isclass(o) and o.__module__ == m.__name__ and n.endswith("Attention")
+            and issubclass(o, torch.nn.Module)]
+
+
+def apply_names(m):
+    """The rotation functions the attention classes of module m call, in order of first use."""
+    names = []
+    for a in attention_classes(m):
+        try:
+            src = inspect.getsource(a.forward)
+        except (OSError, TypeError):
+            continue
+        for name in re.findall(r"\b((?:apply|_apply)_rotary\w*|apply_multidimensional_rope)\(", src):
+            if name not in names and callable(getattr(m, name, None)):
+                names.append(name)
+    return names
+
+
+SEQ = 5  # the meta run's sequence length (an axis of this size is the sequence axis)
+
+
+def text_model_module(text):
+    return modeling_of(type(text))
+
+
+def base_model_class(text, m):
+    """The text config's base model: AutoModel's class for it, else the modeling module's
+    `PreTrainedModel` of that config class with input embeddings (no head)."""
+    from transformers import AutoModel
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING
+    try:
+        return MODEL_MAPPING[type(text)]
+    except KeyError:
+        pass
+    found = [o for n, o in vars(m).items()
+             if inspect.isclass(o) and o.__module__ == m.__name__ and n.endswith("Model")
+             and getattr(o, "config_class", None) is type(text)]
+    found.sort(key=lambda c: (not c.__name__.endswith("TextModel"), len(c.__name__)))
+    if not found:
+        raise Refused(f"transformers has no base model class for {type(text).__name__}")
+    return found[0]
+
+
+def layer_list(model, n):
+    for _, mod in model.named_modules():
+        if isinstance(mod, torch.nn.ModuleList) and len(mod) == n:
+            return mod
+    return None
+
+
+def meta_run(text):
+    """Builds the text model on the meta device and runs it on SEQ tokens with every rotation
+    function of its modeling module replaced by a recorder. Returns, per layer, the calls
+    (function name, q shape, non-tensor arguments), and the rotary modules called with their
+    arguments' kinds."""
+    m = text_model_module(text)
+    with torch.device("meta"):
+        model = base_model_class(text, m)(text)
+    if "input_ids" not in inspect.signature(model.forward).parameters:
+        raise Refused(
+            f"{type(model).__name__} takes no token ids: its rotary embedding "
+            f"({', '.join(r.__name__ for r in rotary_classes(m))}) rotates image patches, audio "
+            "frames or other non-text positions (a 2-D / time RoPE), not a text sequence")
+    n = getattr(text, "num_hidden_layers", None) or getattr(text, "num_layers", None)
+    layers = layer_list(model, n) if n else None
+    if layers is None:
+        raise RuntimeError("no list of num_hidden_layers decoder layers in the model")
+    cur = [None]
+    calls = {}
+    rot_calls = []
+    for i, layer in enumerate(layers):
+        layer.register_forward_pre_hook(lambda mod, args, i=i: cur.__setitem__(0, i))
+    for name, mod in model.named_modules():
+        if type(mod).__name__.endswith("RotaryEmbedding"):
+            def hook(mod, args, kwargs, name=name):
+                rot_calls.append((name, type(mod).__name__, len(args) + len(kwargs),
+                                  [a if isinstance(a, str) else None for a in args]))
+            mod.register_forward_pre_hook(hook, with_kwargs=True)
+    names = [k for k in dir(m) if re.match(r"_?apply_rotary\w*$|apply_multidimensional_rope$", k)
+             and callable(getattr(m, k))]
+    saved = {k: getattr(m, k) for k in names}
+
+    def recorder(k):
+        def f(*args, **kwargs):
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            other = {str(i): a for i, a in enumerate(args) if not isinstance(a, torch.Tensor)}
+            other.update({kk: v for kk, v in kwargs.items() if not isinstance(v, torch.Tensor)})
+            calls.setdefault(cur[0], []).append(
+                (k, tuple(tensors[0].shape) if tensors else None,
+                 [tuple(t.shape) for t in tensors], jsonable(other)))
+            return saved[k](*args, **kwargs)
+        return f
+
+    for k in names:
+        setattr(m, k, recorder(k))
+    # One sequence of SEQ tokens: nothing is packed (the check reads a value, which meta
+    # tensors do not have).
+    import transformers.masking_utils as mu
+    saved_packed = mu.find_packed_sequence_indices
+    mu.find_packed_sequence_indices = lambda *a, **k: None
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.zeros(1, SEQ, dtype=torch.long, device="meta"), use_cache=False)
+    finally:
+        for k in names:
+            setattr(m, k, saved[k])
+        mu.find_packed_sequence_indices = saved_packed
+    return [calls.get(i, []) for i in range(n)], rot_calls, model
+
+
+def find_rotary(model):
+    for name, mod in model.named_modules():
+        if type(mod).__name__.endswith("RotaryEmbedding"):
+            return name, type(mod)
+    return None, None
+
+
+def rotary_forward(rot, x, pos, layer_type):
+    params = list(inspect.signature(rot.forward).parameters)
+    position_ids = torch.tensor([pos], dtype=torch.int64)
+    if "layer_type" in params and layer_type is not None:
+        return rot(x, position_ids, layer_type)
+    return rot(x, position_ids)
+
+
+def replay(text, call, layer_type, pos, rot_cls, width, out_pos):
+    """HF's rotation of the fixed input at positions `pos`, through the recorded call."""
+    m = text_model_module(text)
+    name, q_shape, shapes, other = call
+    n = len(pos)
+    seq_axes = [a for a, s in enumerate(q_shape[:-1]) if s == SEQ]
+    seq_axis = seq_axes[-1]
+    q_in = make_input(n, width)
+    shape = [1] * len(q_shape)
+    shape[seq_axis] = n
+    shape[-1] = width
+    # rows of q_in along the sequence axis
+    q = q_in.reshape([n if a == seq_axis else 1 for a in range(len(q_shape) - 1)] + [width])
+    rot = rot_cls(text)
+    outs = rotary_forward(rot, q, pos, layer_type)
+    if isinstance(outs, torch.Tensor):
+        outs = (outs,)
+    outs = list(outs)
+    args = [q]
+    rest = shapes[1:]
+    # The tensors after q: k (same rank and width as q), then the rotary module's outputs in
+    # the order the model passes them (matched by shape to the module's outputs).
+    oi = 0
+    for s in rest:
+        if len(s) == len(q_shape) and s[-1] == q_shape[-1] and len(args) == 1 and oi == 0:
+            args.append(q.clone())
+        else:
+            args.append(outs[oi])
+            oi += 1
+    pos_args = {int(k): v for k, v in other.items() if k.isdigit()}
+    kw = {k: v for k, v in other.items() if not k.isdigit()}
+    full = []
+    ai = 0
+    for i in range(len(shapes) + len(pos_args)):
+        if i in pos_args:
+            full.append(pos_args[i])
+        else:
+            full.append(args[ai])
+            ai += 1
+    res = getattr(m, name)(*full, **kw)
+    if isinstance(res, (tuple, list)):
+        res = res[0]
+    res = res.to(torch.float64).reshape(n, width)
+    return q_in, res, rot
+
+
+def pairing(text, call, layer_type, rot_cls, width):
+    """Which lanes HF's rotation mixes, from HF's code alone: each unit vector e_k at position
+    1 goes through the family's rotation; the lanes it comes out on say the pair layout."""
+    out = []
+    for k in range(width):
+        m = text_model_module(text)
+        name, q_shape, shapes, other = call
+        e = torch.zeros(1, width, dtype=torch.float64)
+        e[0, k] = 1.0
+        _, res, _ = replay_input(text, call, layer_type, [1], rot_cls, width, e)
+        out.append([j for j in range(width) if res[0, j] != 0.0])
+    return out
+
+
+def replay_input(text, call, layer_type, pos, rot_cls, width, q_in):
+    global make_input
+    saved = make_input
+    make_input = lambda n, d: q_in  # noqa: E731
+    try:
+        return replay(text, call, layer_type, pos, rot_cls, width, None)
+    finally:
+        make_input = saved
+
+
+def classify(lanes):
+    """half_split / interleaved / interleaved_hf_order (DeepSeek's permuted output), with the
+    rotary width; None when the pairs are none of these."""
+    w = len(lanes)
+    mixing = [k for k in range(w) if lanes[k] != [k]]
+    if not mixing:
+        return None, 0
+    r = max(mixing) + 1
+    r += r % 2
+    half = r // 2
+    if all(lanes[k] == sorted({k, k ^ 1}) for k in mixing):
+        return "interleaved", r
+    if all(lanes[k] == sorted({k, (k + half) % r}) for k in mixing):
+        return "half_split", r
+    if all(lanes[k] == sorted({k // 2, k // 2 + half}) for k in mixing):
+        return "interleaved_hf_order", r
+    return None, r
+
+
+def reason_without_text_rope(text, m):
+    rots = [r.__name__ for r in rotary_classes(m)]
+    return ("the language model applies no rotary embedding: transformers' "
+            f"{', '.join(rots)} rotate{'s' if len(rots) == 1 else ''} "
+            "a vision, audio or other encoder's positions (2-D / 3-D or time positions), "
+            "not a text sequence")
+
+
+def positions_for(text):
+    pos = list(POSITIONS)
+    mp = getattr(text, "max_position_embeddings", None)
+    if isinstance(mp, int) and 0 < mp and mp - 1 not in pos and mp - 1 < 2**31:
+        pos.append(mp - 1)
+    return sorted(pos)
+
+
+def read_family(text, store):
+    calls, rot_calls, model = meta_run(text)
+    rot_name, rot_cls = find_rotary(model)
+    rot_takes_layer_type = rot_cls is not None and "layer_type" in inspect.signature(rot_cls.forward).parameters
+    layer_types = list(getattr(text, "layer_types", None) or [])
+    kinds, layers = [], []
+    for i, layer_calls in enumerate(calls):
+        if not layer_calls:
+            layers.append(None)
+            continue
+        call = layer_calls[0]
+        lt = layer_types[i] if (rot_takes_layer_type and i < len(layer_types)) else None
+        key = (call[0], lt, call[1][-1])
+        if key not in [k["key"] for k in kinds]:
+            kinds.append({"key": key, "call": call, "layer_type": lt})
+        layers.append([k["key"] for k in kinds].index(key))
+    if not kinds:
+        raise Refused(reason_without_text_rope(text, text_model_module(text)))
+    out_kinds = []
+    for kind in kinds:
+        name, lt, width = kind["key"]
+        call = kind["call"]
+        with float64_mode():
+            lanes = pairing(text, call, lt, rot_cls, width)
+            layout, r = classify(lanes)
+            pos = positions_for(text)
+            try:
+                q_in, res, rot = replay(text, call, lt, pos, rot_cls, width, None)
+            except Exception:  # noqa: BLE001 - a table of fewer rows (GPT-J): positions within it
+                mp = getattr(text, "max_position_embeddings", None) or getattr(text, "n_positions", 2048)
+                pos = [p for p in pos if p < mp]
+                q_in, res, rot = replay(text, call, lt, pos, rot_cls, width, None)
+        rows = [[float(f"{v:.12g}") for v in row] for row in res.tolist()]
+        key = json.dumps(rows, separators=(",", ":"))
+        if key not in store:
+            store[key] = len(store)
+        inv = getattr(rot, f"{lt}_inv_freq", None) if lt else None
+        if inv is None:
+            inv = getattr(rot, "inv_freq", None)
+        scaling = getattr(rot, f"{lt}_attention_scaling", None) if lt else None
+        if scaling is None:
+            scaling = getattr(rot, "attention_scaling", 1.0)
+        head_dim = width if getattr(text, "qk_rope_head_dim", None) else attention_head_dim(model, text, width)
+        out_kinds.append({
+            "function": name,
+            "rotary_layer_type": lt,
+            "width": width,
+            "head_dim": head_dim,
+            "pair_layout": layout,
+            "rotary_dim": r,
+            "rotary_dim_from_inv_freq": 2 * int(inv.shape[0]) if inv is not None else None,
+            "attention_scaling": float(scaling),
+            "positions": pos,
+            "output": store[key],
+        })
+    return {"layers": layers, "kinds": out_kinds, "rotary_class": rot_cls.__name__ if rot_cls else None}
+
+
+def attention_head_dim(model, text, width):
+    for _, mod in model.named_modules():
+        if type(mod).__name__.endswith("Attention") and isinstance(getattr(mod, "head_dim", None), int):
+            return mod.head_dim
+    return getattr(text, "head_dim", None) or width
+
+
+class Refused(Exception):
+    pass
+
+
+def config_json(cfg, text):
+    """The config as a config.json holds it (`to_dict()`, every key): the text config nested
+    as `text_config` for composite models (their other sub-configs left out)."""
+    t = json.loads(text.to_json_string(use_diff=False))
+    if text is cfg:
+        return t
+    return {"model_type": cfg.model_type, "text_config": t}
+
+
+def field_defaults(cls):
+    """The class's own defaults for the keys RoPE reading depends on (before __post_init__)."""
+    import dataclasses
+    out = {"default_theta": getattr(cls, "default_theta", None)}
+    if dataclasses.is_dataclass(cls):
+        for f in dataclasses.fields(cls):
+            if f.name in ("head_dim", "partial_rotary_factor", "rope_parameters", "rope_theta",
+                          "hidden_size", "num_attention_heads", "num_hidden_layers",
+                          "max_position_embeddings", "qk_rope_head_dim", "rotary_pct",
+                          "rotary_emb_base", "rotary_dim", "sliding_window"):
+                v = f.default
+                if v is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+                    v = f.default_factory()
+                out[f.name] = jsonable(v) if v is not dataclasses.MISSING else "<required>"
+    out["attribute_map"] = dict(getattr(cls, "attribute_map", {}) or {})
+    return out
+
+
+NON_ATTENTION = ("linear_attention", "conv")
+
+
+def reading_rules(rec, text):
+    """What `HfRope::from_config` needs to know of a family that its config.json does not say,
+    from transformers' answers: the pair layout (from `pairing`), the class defaults of
+    base, partial rotary factor and head_dim, and which layers rotate (from the meta run on
+    the default config). None, with the reason, when these rules do not describe it."""
+    kinds = rec["kinds"]
+    layouts = {k["pair_layout"] for k in kinds}
+    if len(layouts) != 1 or None in layouts:
+        return None, ("the layer kinds rotate lanes in different ways or in none of the three "
+                      f"pair layouts (half-split, interleaved, DeepSeek's order): {sorted(map(str, layouts))}")
+    cls = type(text)
+    base = cls()
+    rp = base.rope_parameters or {}
+    nested = bool(rp) and all(isinstance(v, dict) for v in rp.values())
+    per_type = any(k["rotary_layer_type"] for k in kinds)
+    import dataclasses
+    head_default = None
+    if dataclasses.is_dataclass(cls):
+        for f in dataclasses.fields(cls):
+            if f.name == "head_dim" and isinstance(f.default, int):
+                head_default = f.default
+    layer_types = list(getattr(text, "layer_types", None) or [])
+    layers = rec["layers"]
+    n = len(layers)
+    attn = [not (i < len(layer_types) and layer_types[i] in NON_ATTENTION) for i in range(n)]
+    rotating = [x is not None for x in layers]
+    gate = None
+    if rotating == attn:
+        gate = "all"
+    elif layer_types and rotating == [a and layer_types[i] == "sliding_attention" for i, a in enumerate(attn)]:
+        src = "".join(inspect.getsource(a.forward) for a in attention_classes(text_model_module(text))
+                      if "forward" in vars(a))
+        gate = ("sliding_unless_no_window" if "self.sliding_window is None or self.is_sliding" in src
+                else "sliding_only")
+    elif getattr(text, "no_rope_layers", None) is not None and rotating == [
+            a and bool(text.no_rope_layers[i]) for i, a in enumerate(attn)]:
+        gate = "no_rope_layers"
+    elif getattr(text, "cross_attention_layers", None) is not None and rotating == [
+            a and i not in text.cross_attention_layers for i, a in enumerate(attn)]:
+        gate = "not_cross_attention"
+    if gate is None:
+        return None, ("its layers skip the rotation by a rule of their own: HF rotates layers "
+                      f"{[i for i, r in enumerate(rotating) if r][:12]}...")
+    theta = getattr(cls, "default_theta", 10_000.0)
+    partial = None if nested else rp.get("partial_rotary_factor")
+    return {
+        "layout": layouts.pop(),
+        "default_theta": theta if isinstance(theta, (int, float)) else None,
+        "partial_rotary_factor": partial,
+        "head_dim": head_default,
+        "layers": base.num_hidden_layers if hasattr(base, "num_hidden_layers") else n,
+        "per_layer_type": per_type,
+        "gate": gate,
+        "mla": getattr(text, "qk_rope_head_dim", None) is not None,
+    }, None
+
+
+def candidates():
+    out = []
+    for mt in sorted(CONFIG_MAPPING.keys()):
+        cls = CONFIG_MAPPING[mt]
+        try:
+            m = modeling_of(cls)
+        except Exception:  # noqa: BLE001 - a config without a modeling module of its own
+            continue
+        if rotary_classes(m):
+            out.append(mt)
+    return out
+
+
+def one(mt, cfg, store):
+    rec = {"model_type": mt, "config_class": type(cfg).__name__}
+    try:
+        text = cfg.get_text_config(decoder=True)
+    except Exception:  # noqa: BLE001
+        text = cfg
+    rec["text_model_type"] = getattr(text, "model_type", None)
+    rec["text_config_class"] = type(text).__name__
+    rec["class_defaults"] = field_defaults(type(text))
+    try:
+        rec.update(read_family(text, store))
+        rec["status"] = "read"
+        rules, why = reading_rules(rec, text)
+        rec["rules"] = rules
+        if rules is None:
+            rec["rules_missing"] = why
+    except Refused as e:
+        rec["status"] = "refused"
+        rec["reason"] = str(e)
+    except Exception as e:  # noqa: BLE001 - the family's model does not run this way
+        rec["status"] = "refused"
+        rec["reason"] = f"transformers' model did not run on the meta device: {type(e).__name__}: {str(e)[:160]}"
+    return rec, text
+
+
+def main():
+    store = {}
+    families, configs = [], {}
+    for mt in candidates():
+        try:
+            cfg = CONFIG_MAPPING[mt]()
+        except Exception as e:  # noqa: BLE001
+            families.append({"model_type": mt, "status": "refused",
+                             "reason": f"the config class does not instantiate with no arguments: {e}"})
+            continue
+        rec, text = one(mt, cfg, store)
+        families.append(rec)
+        if rec["status"] == "read":
+            configs[mt] = config_json(cfg, text)
+        print(f"{mt}: {rec['status']} {rec.get('reason', '')[:100]}", file=sys.stderr)
+    outputs = [None] * len(store)
+    for k, i in store.items():
+        outputs[i] = json.loads(k)
+    doc = {
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+        "generator": "tests/data/hf/rope_families.py",
+        "input_formula": "row i, lane k: sin(0.37 * k + 0.11 * i + 1.0) (float64), i = index of the "
+                         "position in the kind's `positions`",
+        "families": families,
+        "outputs": outputs,
+    }
+    with open(os.path.join(HERE, "rope_families.json"), "w") as f:
+        json.dump(doc, f, separators=(",", ":"))
+        f.write("\n")
+    # The crate's table of reading rules: the text model_type (its `_text` suffix dropped, as
+    # `HfRope::from_config` names families) -> rules.
+    table, refused = {}, {}
+    for rec in families:
+        if rec["status"] != "read" or rec["rules"] is None:
+            key = (rec.get("text_model_type") or rec["model_type"]).removesuffix("_text")
+            refused.setdefault(key, rec.get("reason") or rec.get("rules_missing"))
+            refused.setdefault(rec["model_type"].removesuffix("_text"), refused[key])
+        else:
+            key = rec["text_model_type"].removesuffix("_text")
+            if key in table and table[key] != rec["rules"]:
+                print(f"{key}: rules differ between model types", file=sys.stderr)
+            table[key] = rec["rules"]
+    with open(os.path.join(HERE, "..", "..", "..", "src", "hf", "families.json"), "w") as f:
+        json.dump({"transformers": transformers.__version__,
+                   "generator": "tests/data/hf/rope_families.py", "families": table,
+                   "refused": {k: v for k, v in refused.items() if k not in table}},
+                  f, indent=0, sort_keys=True)
+        f.write("\n")
+    with open(os.path.join(HERE, "rope_families_configs.json"), "w") as f:
+        json.dump(configs, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
