@@ -596,16 +596,30 @@ pub enum FrequencyError {
         /// What serde found and expected.
         message: String,
     },
-    /// The HF config's `model_type` is not a family whose RoPE this crate reads.
+    /// The HF config's `model_type` is not a transformers 5.24 family with a rotary
+    /// embedding.
     #[error(
-        "model_type \"{model_type}\" is not a family this crate reads RoPE for ({families}); \
-         build the RopeSpec by hand from the model's modeling code"
+        "model_type \"{model_type}\" is not a transformers 5.24 family with a rotary embedding \
+         (the families read: {families}); build the RopeSpec by hand from the model's modeling \
+         code"
     )]
     UnsupportedModelType {
         /// The model type found.
         model_type: String,
         /// The model types read, comma-separated.
         families: String,
+    },
+    /// A transformers family whose rotation this crate does not express, with the reason.
+    #[error(
+        "model_type \"{model_type}\" is a transformers 5.24 family the crate does not read: \
+         {reason}"
+    )]
+    FamilyNotRead {
+        /// The model type found.
+        model_type: String,
+        /// What transformers does that the crate cannot, as `tests/data/hf/rope_families.py`
+        /// found it.
+        reason: String,
     },
     /// A config that HF transformers itself refuses or fails on.
     #[error("HF transformers 5.x cannot run {what}")]

@@ -66,7 +66,7 @@ pub use context::PosEnc;
 pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Yarn};
 #[cfg(feature = "hf-config")]
-pub use hf::{HfQkNorm, HfRope, LayerRope};
+pub use hf::{HfOrder, HfQkNorm, HfRope, LayerRope};
 #[cfg(feature = "capture")]
 pub use kernels::capture;
 pub use kernels::device::CacheUsage;

@@ -102,6 +102,15 @@ pub(super) struct TextConfig {
     /// Each layer's attention kind, as transformers names them.
     pub layer_types: Option<Vec<String>>,
     pub sliding_window_pattern: Option<Whole>,
+    /// The attention window (`null`: none; EXAONE 4 then rotates every layer).
+    #[serde(deserialize_with = "present")]
+    pub sliding_window: Option<Option<Whole>>,
+    /// RecurrentGemma's repeating block pattern (`recurrent` / `attention`).
+    pub block_types: Option<Vec<String>>,
+    /// Per-layer overrides (`{"05": {"head_dim": 512}}`).
+    pub per_layer_config: Option<Obj>,
+    /// Mllama's cross-attention layers (no RoPE).
+    pub cross_attention_layers: Option<Vec<Whole>>,
     /// The epsilon of the model's RMS norms (Qwen3 and Gemma 3 QK-norm).
     pub rms_norm_eps: Option<f64>,
 }

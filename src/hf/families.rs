@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::config::{Obj, RopeDict, Whole, parse, truthy};
 use super::reader::Reader;
-use super::{HfRope, LayerRope};
+use super::{HfOrder, HfRope, LayerRope};
 use crate::error::Result;
 use crate::frequencies::FrequencyError;
 use crate::spec::{PairLayout, RopeSpec};
@@ -32,6 +32,7 @@ impl Reader<'_> {
                 .pair_layout(layout)
                 .scaling(scaling),
             head_dim,
+            hf_order: HfOrder::InPlace,
         })
     }
 
@@ -54,7 +55,11 @@ impl Reader<'_> {
         } else {
             spec.rotary_dim(r)
         };
-        Ok(LayerRope { spec, head_dim })
+        Ok(LayerRope {
+            spec,
+            head_dim,
+            hf_order: HfOrder::InPlace,
+        })
     }
 
     /// GPT-NeoX / Pythia: `rotary_emb_base` and `rotary_pct` (default 0.25) fill the rope
@@ -140,6 +145,13 @@ impl Reader<'_> {
         let (scaling, _) = self.scaling(&dict, None)?;
         let head_dim = self.text.qk_rope_head_dim.map_or(64, |w| w.0);
         let interleaved = !v3 || self.text.rope_interleave.unwrap_or(true);
+        // V3's `apply_rotary_pos_emb_interleave` returns the rotated pairs' first elements,
+        // then their second ones; V2's complex pairs stay in place.
+        let order = if v3 && interleaved {
+            HfOrder::PairHalves
+        } else {
+            HfOrder::InPlace
+        };
         Ok(LayerRope {
             spec: RopeSpec::new()
                 .base(self.theta(&dict, 10_000.0))
@@ -150,6 +162,7 @@ impl Reader<'_> {
                     PairLayout::HalfSplit
                 }),
             head_dim,
+            hf_order: order,
         })
     }
 
@@ -180,6 +193,7 @@ impl Reader<'_> {
                 .scaling(scaling)
                 .mrope(section, interleaved),
             head_dim,
+            hf_order: HfOrder::InPlace,
         })
     }
 
@@ -205,6 +219,7 @@ impl Reader<'_> {
                 .base(self.theta(&dict, 150_000.0))
                 .scaling(scaling),
             head_dim: self.head_dim(Some(64))?,
+            hf_order: HfOrder::InPlace,
         })
     }
 
@@ -220,6 +235,7 @@ impl Reader<'_> {
                 .scaling(scaling)
                 .pair_layout(PairLayout::Interleaved),
             head_dim: self.head_dim(Some(128))?,
+            hf_order: HfOrder::InPlace,
         };
         let n = self.num_layers()?;
         let interval = self.text.no_rope_layer_interval.map_or(4, |w| w.0).max(1);
@@ -283,6 +299,7 @@ impl Reader<'_> {
             ropes.push(LayerRope {
                 spec: RopeSpec::new().base(base).scaling(scaling),
                 head_dim,
+                hf_order: HfOrder::InPlace,
             });
         }
         let layers = self.sliding_or_full(
@@ -340,6 +357,7 @@ impl Reader<'_> {
                 Some(LayerRope {
                     spec: RopeSpec::new().base(base).scaling(scaling),
                     head_dim,
+                    hf_order: HfOrder::InPlace,
                 }),
             ));
         }

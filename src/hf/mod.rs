@@ -11,7 +11,9 @@
 
 mod config;
 mod families;
+mod generic;
 mod reader;
+mod table;
 
 use serde_json::Value;
 
@@ -40,6 +42,31 @@ pub struct LayerRope {
     /// rotate only the `qk_rope_head_dim` lanes at the end of each query head (`q_pe`) and
     /// the shared `k_pe`: this is their width.
     pub head_dim: u64,
+    /// The order in which the family's HF code returns the rotated lanes.
+    pub hf_order: HfOrder,
+}
+
+/// Where HF's rotation puts each rotated lane (see [`LayerRope::hf_lane`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HfOrder {
+    /// Each lane stays where it is: HF's output is the crate's in-place output.
+    InPlace,
+    /// Interleaved pairs `(2j, 2j + 1)` come back as all first elements, then all second
+    /// elements (DeepSeek-V3's `apply_rotary_pos_emb_interleave`: input `[0..7]` at
+    /// position 0 comes back `[0, 2, 4, 6, 1, 3, 5, 7]`). Attention scores are the same
+    /// either way; Q, K and a K cache differ by this permutation.
+    PairHalves,
+}
+
+impl LayerRope {
+    /// The lane of HF's output that holds lane `lane` of the crate's in-place output.
+    pub fn hf_lane(&self, lane: u64) -> u64 {
+        let r = self.spec.rotary_dim.unwrap_or(self.head_dim);
+        match self.hf_order {
+            HfOrder::PairHalves if lane < r => lane / 2 + (lane % 2) * (r / 2),
+            _ => lane,
+        }
+    }
 }
 
 /// The RoPE of every layer of a model, read from its `config.json`.
@@ -113,19 +140,36 @@ impl HfRope {
             weight,
             eps: text.rms_norm_eps.unwrap_or(1e-6) as f32,
         });
-        let Some(read_family) = FAMILIES.iter().find(|f| f.names.contains(&family)) else {
-            return Err(FrequencyError::UnsupportedModelType {
-                model_type: text_type,
-                families: family_names(),
+        let mut rope = match FAMILIES.iter().find(|f| f.names.contains(&family)) {
+            Some(read_family) => {
+                let read = Reader {
+                    text: &text,
+                    default_layers: read_family.layers,
+                };
+                read.check_layer_types()?;
+                (read_family.read)(&read, text_type)?
             }
-            .into());
+            None => match table::rules(family) {
+                Some(rules) => Reader {
+                    text: &text,
+                    default_layers: rules.layers,
+                }
+                .by_rules(rules, text_type)?,
+                None => {
+                    return Err(match table::refused(family) {
+                        Some(reason) => FrequencyError::FamilyNotRead {
+                            model_type: text_type,
+                            reason: reason.to_string(),
+                        },
+                        None => FrequencyError::UnsupportedModelType {
+                            model_type: text_type,
+                            families: family_names(),
+                        },
+                    }
+                    .into());
+                }
+            },
         };
-        let read = Reader {
-            text: &text,
-            default_layers: read_family.layers,
-        };
-        read.check_layer_types()?;
-        let mut rope = (read_family.read)(&read, text_type)?;
         rope.qk_norm = qk_norm;
         Ok(rope)
     }
@@ -255,12 +299,15 @@ static FAMILIES: &[Family] = &[
 
 /// The `model_type`s read, comma-separated (for the error of any other).
 fn family_names() -> String {
-    FAMILIES
+    let mut names: Vec<&str> = FAMILIES
         .iter()
         .flat_map(|f| f.names)
         .copied()
-        .collect::<Vec<_>>()
-        .join(", ")
+        .chain(table::names())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names.join(", ")
 }
 
 /// Whether `config` has a `text_config` object.

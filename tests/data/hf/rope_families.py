@@ -196,6 +196,17 @@ def meta_run(text):
         for k in names:
             setattr(m, k, saved[k])
         mu.find_packed_sequence_indices = saved_packed
+    head_dims = []
+    for layer in layers:
+        hd = None
+        # The attention module's head_dim (a Mamba mixer beside it has one of its own).
+        mods = sorted(layer.named_modules(), key=lambda nm: not type(nm[1]).__name__.endswith("Attention"))
+        for _, mod in mods:
+            if isinstance(getattr(mod, "head_dim", None), int):
+                hd = mod.head_dim
+                break
+        head_dims.append(hd)
+    model._layer_head_dims = head_dims
     return [calls.get(i, []) for i in range(n)], rot_calls, model
 
 
@@ -263,15 +274,23 @@ def replay(text, call, layer_type, pos, rot_cls, width, out_pos):
 def pairing(text, call, layer_type, rot_cls, width):
     """Which lanes HF's rotation mixes, from HF's code alone: each unit vector e_k at position
     1 goes through the family's rotation; the lanes it comes out on say the pair layout."""
-    out = []
+    out, values = [], []
     for k in range(width):
-        m = text_model_module(text)
-        name, q_shape, shapes, other = call
         e = torch.zeros(1, width, dtype=torch.float64)
         e[0, k] = 1.0
         _, res, _ = replay_input(text, call, layer_type, [1], rot_cls, width, e)
         out.append([j for j in range(width) if res[0, j] != 0.0])
-    return out
+        values.append(res[0].tolist())
+    return out, values
+
+
+def direction(lanes, values):
+    """"forward" when the first lane of a pair feeds its partner with +sin (HF's rotate_half,
+    rotate_every_two, complex multiplication), "inverse" when with -sin (NanoChat)."""
+    for k, ls in enumerate(lanes):
+        if ls != [k]:
+            return "forward" if values[k][max(ls)] > 0 else "inverse"
+    return "forward"
 
 
 def replay_input(text, call, layer_type, pos, rot_cls, width, q_in):
@@ -286,21 +305,25 @@ def replay_input(text, call, layer_type, pos, rot_cls, width, q_in):
 
 def classify(lanes):
     """half_split / interleaved / interleaved_hf_order (DeepSeek's permuted output), with the
-    rotary width; None when the pairs are none of these."""
+    rotary width r: every lane that mixes must mix as the layout pairs lanes within the first
+    r (the whole width first: zero-frequency pairs of `proportional` do not mix); None when
+    the pairs are none of these."""
     w = len(lanes)
     mixing = [k for k in range(w) if lanes[k] != [k]]
     if not mixing:
         return None, 0
-    r = max(mixing) + 1
-    r += r % 2
-    half = r // 2
-    if all(lanes[k] == sorted({k, k ^ 1}) for k in mixing):
-        return "interleaved", r
-    if all(lanes[k] == sorted({k, (k + half) % r}) for k in mixing):
-        return "half_split", r
-    if all(lanes[k] == sorted({k // 2, k // 2 + half}) for k in mixing):
-        return "interleaved_hf_order", r
-    return None, r
+    last = max(mixing) + 1
+    for r in sorted({w - w % 2, last + last % 2}, reverse=True):
+        half = r // 2
+        if any(k >= r for k in mixing):
+            continue
+        if all(lanes[k] == sorted({k, k ^ 1}) for k in mixing):
+            return "interleaved", r
+        if all(lanes[k] == sorted({k, (k + half) % r}) for k in mixing):
+            return "half_split", r
+        if all(lanes[k] == sorted({k // 2, k // 2 + half}) for k in mixing):
+            return "interleaved_hf_order", r
+    return None, last
 
 
 def reason_without_text_rope(text, m):
@@ -333,7 +356,8 @@ def read_family(text, store):
         lt = layer_types[i] if (rot_takes_layer_type and i < len(layer_types)) else None
         key = (call[0], lt, call[1][-1])
         if key not in [k["key"] for k in kinds]:
-            kinds.append({"key": key, "call": call, "layer_type": lt})
+            kinds.append({"key": key, "call": call, "layer_type": lt,
+                          "head_dim": model._layer_head_dims[i]})
         layers.append([k["key"] for k in kinds].index(key))
     if not kinds:
         raise Refused(reason_without_text_rope(text, text_model_module(text)))
@@ -342,8 +366,9 @@ def read_family(text, store):
         name, lt, width = kind["key"]
         call = kind["call"]
         with float64_mode():
-            lanes = pairing(text, call, lt, rot_cls, width)
+            lanes, values = pairing(text, call, lt, rot_cls, width)
             layout, r = classify(lanes)
+            turn = direction(lanes, values)
             pos = positions_for(text)
             try:
                 q_in, res, rot = replay(text, call, lt, pos, rot_cls, width, None)
@@ -361,13 +386,14 @@ def read_family(text, store):
         scaling = getattr(rot, f"{lt}_attention_scaling", None) if lt else None
         if scaling is None:
             scaling = getattr(rot, "attention_scaling", 1.0)
-        head_dim = width if getattr(text, "qk_rope_head_dim", None) else attention_head_dim(model, text, width)
+        head_dim = width if getattr(text, "qk_rope_head_dim", None) else (kind["head_dim"] or width)
         out_kinds.append({
             "function": name,
             "rotary_layer_type": lt,
             "width": width,
             "head_dim": head_dim,
             "pair_layout": layout,
+            "direction": turn,
             "rotary_dim": r,
             "rotary_dim_from_inv_freq": 2 * int(inv.shape[0]) if inv is not None else None,
             "attention_scaling": float(scaling),
@@ -375,13 +401,6 @@ def read_family(text, store):
             "output": store[key],
         })
     return {"layers": layers, "kinds": out_kinds, "rotary_class": rot_cls.__name__ if rot_cls else None}
-
-
-def attention_head_dim(model, text, width):
-    for _, mod in model.named_modules():
-        if type(mod).__name__.endswith("Attention") and isinstance(getattr(mod, "head_dim", None), int):
-            return mod.head_dim
-    return getattr(text, "head_dim", None) or width
 
 
 class Refused(Exception):
@@ -425,6 +444,9 @@ def reading_rules(rec, text):
     the default config). None, with the reason, when these rules do not describe it."""
     kinds = rec["kinds"]
     layouts = {k["pair_layout"] for k in kinds}
+    turns = {k["direction"] for k in kinds}
+    if len(turns) != 1:
+        return None, "the layer kinds rotate in opposite directions"
     if len(layouts) != 1 or None in layouts:
         return None, ("the layer kinds rotate lanes in different ways or in none of the three "
                       f"pair layouts (half-split, interleaved, DeepSeek's order): {sorted(map(str, layouts))}")
@@ -465,6 +487,7 @@ def reading_rules(rec, text):
     partial = None if nested else rp.get("partial_rotary_factor")
     return {
         "layout": layouts.pop(),
+        "inverse": turns.pop() == "inverse",
         "default_theta": theta if isinstance(theta, (int, float)) else None,
         "partial_rotary_factor": partial,
         "head_dim": head_default,

@@ -1,0 +1,202 @@
+//! Families read by the table's rules (`table.rs`): the common pipeline of
+//! `modeling_rope_utils.py` with each family's class defaults, pair layout and layer gate.
+
+use serde_json::Value;
+
+use super::config::{RopeDict, parse, truthy};
+use super::reader::Reader;
+use super::table::{Gate, Rules, TableLayout};
+use super::{HfOrder, HfRope, LayerRope};
+use crate::error::Result;
+use crate::frequencies::FrequencyError;
+use crate::spec::{PairLayout, RopeSpec};
+
+/// Layer kinds without attention: no RoPE whatever the family.
+const NON_ATTENTION: [&str; 2] = ["linear_attention", "conv"];
+
+impl Reader<'_> {
+    /// The RoPE of a family read by `rules`.
+    pub(super) fn by_rules(&self, rules: &Rules, model_type: String) -> Result<HfRope> {
+        let n = self.num_layers()? as usize;
+        let kinds: Vec<&str> = match self.check_layer_types()? {
+            Some(k) => k,
+            None => self.block_types(n)?,
+        };
+        let rotates = self.gate(rules, &kinds)?;
+        let mut layer_types: Vec<(String, Option<LayerRope>)> = Vec::new();
+        let mut layers = Vec::with_capacity(n);
+        for (i, &kind) in kinds.iter().enumerate() {
+            let rope = rotates[i];
+            let head_dim = self.layer_head_dim(i)?;
+            let name = match (rope, head_dim) {
+                (true, None) => kind.to_string(),
+                (true, Some(d)) => format!("{kind} (head_dim {d})"),
+                (false, _) => format!("{kind} (no RoPE)"),
+            };
+            let t = match layer_types.iter().position(|(n, _)| *n == name) {
+                Some(t) => t,
+                None => {
+                    let layer = if rope {
+                        Some(self.rules_layer(rules, kind, head_dim)?)
+                    } else {
+                        None
+                    };
+                    layer_types.push((name, layer));
+                    layer_types.len() - 1
+                }
+            };
+            layers.push(t);
+        }
+        Ok(HfRope {
+            model_type,
+            layer_types,
+            layers,
+            qk_norm: None,
+        })
+    }
+
+    /// Per layer, whether it rotates.
+    fn gate(&self, rules: &Rules, kinds: &[&str]) -> Result<Vec<bool>, FrequencyError> {
+        let t = self.text;
+        let attention = |k: &str| !NON_ATTENTION.contains(&k);
+        let listed: Vec<bool> = t.no_rope_layers.iter().flatten().map(truthy).collect();
+        let interval = t.no_rope_layer_interval.map_or(4, |w| w.0).max(1);
+        let cross = t.cross_attention_layers.clone().unwrap_or_default();
+        Ok(kinds
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| {
+                attention(k)
+                    && match rules.gate {
+                        Gate::All => true,
+                        Gate::SlidingOnly => k == "sliding_attention",
+                        Gate::SlidingUnlessNoWindow => {
+                            matches!(t.sliding_window, None | Some(None))
+                                || k == "sliding_attention"
+                        }
+                        Gate::NoRopeLayers => {
+                            if listed.is_empty() {
+                                !(i as u64 + 1).is_multiple_of(interval)
+                            } else {
+                                listed.get(i).copied().unwrap_or(true)
+                            }
+                        }
+                        Gate::NotCrossAttention => !cross.iter().any(|c| c.0 == i as u64),
+                    }
+            })
+            .collect())
+    }
+
+    /// The parameter dict of layer kind `kind`: its own where `rope_parameters` holds one
+    /// per layer type, else the model's.
+    fn kind_dict(&self, kind: &str) -> Result<RopeDict, FrequencyError> {
+        if let Some(o) = &self.text.rope_parameters
+            && !o.is_empty()
+            && o.values().all(|v| v.is_object() || v.is_null())
+            && self.text.rope_scaling.as_ref().is_none_or(|s| s.is_empty())
+        {
+            return match o.get(kind) {
+                Some(Value::Object(d)) => parse(Value::Object(d.clone()), &format!("rope_parameters.{kind}")),
+                _ => Err(FrequencyError::MissingConfigKey {
+                    key: "rope_parameters.<layer type> (one dict for every layer type that rotates)",
+                    rope_type: "any".into(),
+                }),
+            };
+        }
+        self.rope_dict()
+    }
+
+    /// Layer kinds from `block_types` where there are no `layer_types` (RecurrentGemma: the
+    /// pattern repeats; `recurrent` blocks have no attention, `attention` blocks slide), else
+    /// every layer full attention.
+    fn block_types(&self, n: usize) -> Result<Vec<&'static str>, FrequencyError> {
+        let Some(blocks) = &self.text.block_types else {
+            return Ok(vec!["full_attention"; n]);
+        };
+        if blocks.is_empty() {
+            return Err(FrequencyError::InvalidConfigValue {
+                key: "block_types".into(),
+                expected: "a non-empty list of \"recurrent\" / \"attention\"",
+                found: "[]".into(),
+            });
+        }
+        Ok((0..n)
+            .map(|i| match blocks[i % blocks.len()].as_str() {
+                "attention" => "sliding_attention",
+                _ => "linear_attention",
+            })
+            .collect())
+    }
+
+    /// Layer `i`'s own head_dim where `per_layer_config` gives one (Gemma-style global
+    /// layers: `{"05": {"head_dim": 512}}`).
+    fn layer_head_dim(&self, i: usize) -> Result<Option<u64>, FrequencyError> {
+        let Some(per) = &self.text.per_layer_config else {
+            return Ok(None);
+        };
+        for (key, v) in per {
+            if key.parse::<usize>().ok() == Some(i)
+                && let Some(d) = v.get("head_dim")
+            {
+                return match d.as_u64() {
+                    Some(d) => Ok(Some(d)),
+                    None => Err(FrequencyError::ConfigKeyType {
+                        key: format!("per_layer_config.{key}.head_dim"),
+                        message: format!("expected a whole number, found {d}"),
+                    }),
+                };
+            }
+        }
+        Ok(None)
+    }
+
+    /// The RoPE of one layer kind of a table family (`own_head_dim`: the layer's own).
+    fn rules_layer(&self, rules: &Rules, kind: &str, own_head_dim: Option<u64>) -> Result<LayerRope> {
+        let dict = self.kind_dict(kind)?;
+        let (scaling, _) = self.scaling(&dict, None)?;
+        let base = dict
+            .rope_theta
+            .or(self.text.rope_theta)
+            .or(rules.default_theta)
+            .unwrap_or(10_000.0);
+        // MLA rotates the whole `qk_rope_head_dim` slice: HF's factor there sizes its
+        // frequencies from the full head (head_dim * factor = qk_rope_head_dim).
+        let mla = rules.mla && own_head_dim.is_none();
+        let head_dim = if let Some(d) = own_head_dim {
+            d
+        } else if rules.mla {
+            self.text.qk_rope_head_dim.map_or(64, |w| w.0)
+        } else {
+            match (self.text.head_dim, self.text.hidden_size, self.text.num_attention_heads) {
+                (Some(d), ..) => d.0,
+                (None, Some(h), Some(n)) if n.0 > 0 && rules.head_dim.is_none() => h.0 / n.0,
+                _ => match rules.head_dim {
+                    Some(d) => d,
+                    None => self.head_dim(None)?,
+                },
+            }
+        };
+        let (layout, order) = match rules.layout {
+            TableLayout::HalfSplit => (PairLayout::HalfSplit, HfOrder::InPlace),
+            TableLayout::Interleaved => (PairLayout::Interleaved, HfOrder::InPlace),
+            TableLayout::InterleavedHfOrder => (PairLayout::Interleaved, HfOrder::PairHalves),
+        };
+        // `proportional` rotates the whole head (its factor zeroes frequencies instead).
+        let partial = match scaling {
+            _ if mla => 1.0,
+            crate::frequencies::Scaling::Proportional { .. } => 1.0,
+            _ => self
+                .partial_rotary_factor(&dict)
+                .or(rules.partial_rotary_factor)
+                .unwrap_or(1.0),
+        };
+        let spec = RopeSpec::new()
+            .base(base)
+            .pair_layout(layout)
+            .scaling(scaling)
+            .inverse(rules.inverse);
+        let mut rope = Self::partial(spec, head_dim, partial)?;
+        rope.hf_order = order;
+        Ok(rope)
+    }
+}

@@ -1,0 +1,92 @@
+//! The reading rules of the transformers families that need no code of their own: one table,
+//! `families.json`, written by `tests/data/hf/rope_families.py` from transformers 5.24 itself
+//! (each family's model run on the meta device with its rotation recorded, its pair layout
+//! from unit vectors through HF's own rotation, its config class's defaults). Nobody edits it
+//! by hand; `tests/hf_families.rs` checks every family against HF's own rotations.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+/// How a family's HF code pairs lanes and orders its output.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum TableLayout {
+    /// `rotate_half`: lane j with lane j + r/2.
+    HalfSplit,
+    /// `rotate_every_two` / complex pairs: lane 2j with 2j + 1, output in place.
+    Interleaved,
+    /// DeepSeek's `apply_rotary_pos_emb_interleave`: pairs (2j, 2j + 1), output as all first
+    /// elements, then all second elements.
+    InterleavedHfOrder,
+}
+
+/// Which layers of a family rotate (besides layers without attention, `linear_attention`
+/// and `conv`, which never do).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Gate {
+    /// Every attention layer.
+    All,
+    /// Only `sliding_attention` layers (Cohere 2: a layer's window is the config's for
+    /// sliding layers, none for full ones, and only a layer with a window rotates).
+    SlidingOnly,
+    /// Only `sliding_attention` layers, or every layer when `sliding_window` is null
+    /// (EXAONE 4: `if self.sliding_window is None or self.is_sliding`).
+    SlidingUnlessNoWindow,
+    /// Layer i rotates when `no_rope_layers[i]` is truthy (SmolLM3); without the list, every
+    /// `no_rope_layer_interval`-th layer (default 4) does not.
+    NoRopeLayers,
+    /// Every layer except those in `cross_attention_layers` (Mllama).
+    NotCrossAttention,
+}
+
+/// One family's rules.
+#[derive(Clone, Debug, Deserialize)]
+pub(super) struct Rules {
+    pub layout: TableLayout,
+    /// The family rotates by -θ (NanoChat's `rotate_half` is `(x2, -x1)`).
+    pub inverse: bool,
+    /// The config class's `default_theta`, used when no `rope_theta` is given.
+    pub default_theta: Option<f64>,
+    /// The partial rotary factor the config class assumes when the file gives none.
+    pub partial_rotary_factor: Option<f64>,
+    /// The config class's `head_dim` default where it is a number (else
+    /// `hidden_size / num_attention_heads`).
+    pub head_dim: Option<u64>,
+    /// The config class's default `num_hidden_layers`.
+    pub layers: u64,
+    pub gate: Gate,
+    /// Multi-head latent attention: the rotated head is `qk_rope_head_dim` wide.
+    pub mla: bool,
+}
+
+#[derive(Deserialize)]
+struct Table {
+    families: BTreeMap<String, Rules>,
+    refused: BTreeMap<String, String>,
+}
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        serde_json::from_str(include_str!("families.json"))
+            .expect("src/hf/families.json is written by tests/data/hf/rope_families.py")
+    })
+}
+
+/// The rules of family `name` (a text `model_type`, `_text` dropped).
+pub(super) fn rules(name: &str) -> Option<&'static Rules> {
+    table().families.get(name)
+}
+
+/// Why family `name` is in transformers but not read (`None`: not a transformers RoPE family).
+pub(super) fn refused(name: &str) -> Option<&'static str> {
+    table().refused.get(name).map(String::as_str)
+}
+
+/// Every family the table reads.
+pub(super) fn names() -> impl Iterator<Item = &'static str> {
+    table().families.keys().map(String::as_str)
+}

@@ -1,0 +1,230 @@
+//! Every RoPE family of transformers 5.24 read as transformers reads it.
+//!
+//! `tests/data/hf/rope_families.py` listed every `model_type` whose modeling module defines a
+//! `*RotaryEmbedding`, ran each family's text model (default config) on the meta device with
+//! its rotation functions recorded, and replayed each layer kind's call in float64 on a fixed
+//! input at positions up to 1M (`rope_families.json`; the configs as `to_dict()` writes them
+//! in `rope_families_configs.json`). Here every config is read through `HfRope::from_config`
+//! and, layer by layer, must rotate (or not) as HF's code does: in the reference and on the
+//! GPU, with HF's output order where it permutes (DeepSeek-V3's interleave).
+#![cfg(not(target_arch = "wasm32"))]
+#![cfg(feature = "hf-config")]
+
+mod common;
+
+use serde_json::Value;
+use wgpu_posenc::{HfRope, HostPositions, LayerRope, Layout, reference};
+
+const REFERENCE_TOL: f64 = 1e-9;
+/// Default configs HF runs that the crate refuses, and a word of the error that says why.
+const REFUSED: &[(&str, &str)] = &[
+    // 72 layer types, half of them "mlp" (a name outside transformers' list that Dory's
+    // config class alone accepts).
+    ("dory", "layer_types"),
+    // head_dim 4096 / 96 = 42 with factor 0.5: 21 rotary lanes, which HF pads to 22 with
+    // exponents over 21 (real GLM-4.5 files have head_dim 128).
+    ("glm4_moe", "partial_rotary_factor"),
+];
+const GPU_TOL: f64 = 1e-6;
+
+fn data(path: &str) -> Value {
+    let full = format!("{}/tests/data/hf/{path}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{full}: {e}"))
+}
+
+/// The generator's input: row i, lane k.
+fn input(n: usize, d: usize) -> Vec<f64> {
+    (0..n)
+        .flat_map(|i| (0..d).map(move |k| (0.37 * k as f64 + 0.11 * i as f64 + 1.0).sin()))
+        .collect()
+}
+
+/// One layer kind of one family, with HF's rotation of `input(positions, head_dim)`.
+struct Kind {
+    what: String,
+    rope: LayerRope,
+    positions: Vec<u32>,
+    /// HF's output, head_dim lanes per position (lanes past the rotated width pass through).
+    want: Vec<f64>,
+}
+
+fn u32s(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|x| x.as_u64().expect("whole") as u32)
+        .collect()
+}
+
+/// Reads every family HF rotates; checks the layers; returns each (family, kind) to rotate.
+fn kinds() -> Vec<Kind> {
+    let doc = data("rope_families.json");
+    let configs = data("rope_families_configs.json");
+    let outputs = doc["outputs"].as_array().expect("outputs");
+    let mut out = Vec::new();
+    let mut failures = Vec::new();
+    let mut read = 0;
+    let mut refused = 0;
+    for family in doc["families"].as_array().expect("families") {
+        if family["status"] != "read" {
+            continue;
+        }
+        let mt = family["model_type"].as_str().expect("model_type");
+        if let Some((_, word)) = REFUSED.iter().find(|(m, _)| *m == mt) {
+            match HfRope::from_config(&configs[mt]) {
+                Err(e) if e.to_string().contains(word) => refused += 1,
+                other => failures.push(format!("{mt}: expected a refusal naming {word}, got {other:?}")),
+            }
+            continue;
+        }
+        match check_family(family, &configs[mt], outputs) {
+            Ok(k) => {
+                read += 1;
+                out.extend(k);
+            }
+            Err(e) => failures.push(format!("{mt}: {e}")),
+        }
+    }
+    eprintln!("{read} families read, {refused} refused, {} layer kinds", out.len());
+    let share = read as f64 / (read + refused) as f64;
+    assert!(share >= 0.95, "{read} of {} text RoPE families read", read + refused);
+    assert!(failures.is_empty(), "{} families not read as HF reads them:\n{}", failures.len(), failures.join("\n"));
+    out
+}
+
+/// One family: its config read, its layers against HF's; its kinds to rotate.
+fn check_family(family: &Value, config: &Value, outputs: &[Value]) -> Result<Vec<Kind>, String> {
+    let mt = family["model_type"].as_str().expect("model_type");
+    let mut out = Vec::new();
+    {
+        let rope = HfRope::from_config(config).map_err(|e| e.to_string())?;
+        let hf_layers = family["layers"].as_array().expect("layers");
+        if rope.layers.len() != hf_layers.len() {
+            return Err(format!("{} layers, HF {}", rope.layers.len(), hf_layers.len()));
+        }
+        let hf_kinds = family["kinds"].as_array().expect("kinds");
+        let mut seen = vec![false; hf_kinds.len()];
+        for (i, hf) in hf_layers.iter().enumerate() {
+            let ours = rope.layer(i);
+            let Some(k) = hf.as_u64() else {
+                if ours.is_some() {
+                    return Err(format!("layer {i} has no RoPE in HF, {ours:?} here"));
+                }
+                continue;
+            };
+            let ours = ours.ok_or_else(|| format!("layer {i} rotates in HF, not here"))?;
+            let k = k as usize;
+            if seen[k] {
+                continue;
+            }
+            seen[k] = true;
+            let hk = &hf_kinds[k];
+            let width = hk["width"].as_u64().expect("width") as usize;
+            let head_dim = hk["head_dim"].as_u64().expect("head_dim");
+            if ours.head_dim != head_dim {
+                return Err(format!("layer {i}: head_dim {} here, HF {head_dim}", ours.head_dim));
+            }
+            let positions = u32s(&hk["positions"]);
+            let rows = outputs[hk["output"].as_u64().expect("output") as usize]
+                .as_array()
+                .expect("rows");
+            let d = head_dim as usize;
+            let x = input(positions.len(), d);
+            if width > d || rows.len() != positions.len() {
+                return Err(format!(
+                    "layer {i}: HF rotates {width} lanes of {} rows; the head here is {d} wide, {} positions",
+                    rows.len(),
+                    positions.len()
+                ));
+            }
+            let mut want = x.clone();
+            for (p, row) in rows.iter().enumerate() {
+                for (lane, v) in row.as_array().expect("row").iter().enumerate() {
+                    want[p * d + lane] = v.as_f64().expect("value");
+                }
+            }
+            if width > d {
+                return Err(format!("rotated width {width} > head {d}"));
+            }
+            out.push(Kind {
+                what: format!("{mt} layer {i} ({})", hk["function"].as_str().unwrap_or("")),
+                rope: ours.clone(),
+                positions,
+                want,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn positions_of<'a>(kind: &Kind, axes: &'a mut Vec<u32>) -> HostPositions<'a> {
+    if kind.rope.spec.mrope.is_some() {
+        *axes = [&kind.positions[..]; 3].concat();
+        HostPositions::Axes(axes)
+    } else {
+        *axes = kind.positions.clone();
+        HostPositions::Ids(axes)
+    }
+}
+
+/// `got` (the crate's in-place order) against HF's output, through the family's HF order.
+fn worst(kind: &Kind, got: &[f64]) -> f64 {
+    let d = kind.rope.head_dim as usize;
+    let mut worst = 0.0f64;
+    for (i, g) in got.iter().enumerate() {
+        let (row, lane) = (i / d, i % d);
+        let hf = row * d + kind.rope.hf_lane(lane as u64) as usize;
+        let err = (g - kind.want[hf]).abs();
+        worst = if err.is_nan() { f64::INFINITY } else { worst.max(err) };
+    }
+    worst
+}
+
+#[test]
+fn every_family_reads_and_rotates_as_hf_in_the_reference() {
+    let kinds = kinds();
+    assert!(kinds.len() >= 150, "{} kinds", kinds.len());
+    let mut all = 0.0f64;
+    let mut bad = Vec::new();
+    for kind in &kinds {
+        let n = kind.positions.len() as u64;
+        let layout = Layout::bhsd([1, 1, n, kind.rope.head_dim]);
+        let mut x = input(n as usize, kind.rope.head_dim as usize);
+        let mut axes = Vec::new();
+        reference::rope(&kind.rope.spec, &layout, &mut x, positions_of(kind, &mut axes));
+        let w = worst(kind, &x);
+        if w > REFERENCE_TOL {
+            bad.push(format!("{}: reference vs HF {w:e}", kind.what));
+        }
+        all = all.max(w);
+    }
+    assert!(bad.is_empty(), "{} kinds differ:\n{}", bad.len(), bad.join("\n"));
+    eprintln!("reference vs HF: max |error| {all:.2e}");
+}
+
+#[test]
+fn every_family_rotates_as_hf_on_the_gpu() {
+    let ctx = common::ctx();
+    let mut all = 0.0f64;
+    let mut bad = Vec::new();
+    for kind in kinds() {
+        let n = kind.positions.len() as u64;
+        let layout = Layout::bhsd([1, 1, n, kind.rope.head_dim]);
+        let mut x: Vec<f32> = input(n as usize, kind.rope.head_dim as usize)
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        let mut axes = Vec::new();
+        ctx.rope_host(&kind.rope.spec, layout, &mut x, positions_of(&kind, &mut axes))
+            .unwrap_or_else(|e| panic!("{}: {e}", kind.what));
+        let got: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+        let w = worst(&kind, &got);
+        if w > GPU_TOL {
+            bad.push(format!("{}: GPU vs HF {w:e}", kind.what));
+        }
+        all = all.max(w);
+    }
+    assert!(bad.is_empty(), "{} kinds differ:\n{}", bad.len(), bad.join("\n"));
+    eprintln!("GPU vs HF: max |error| {all:.2e}");
+}
