@@ -139,7 +139,19 @@ def layer_list(model, n):
     return None
 
 
+FEED_FORWARD = re.compile(r"(MoE|Moe|MLP|Mlp|Experts|FeedForward|SparseMoe)")
+
+
 def meta_run(text):
+    try:
+        return meta_run_once(text, False)
+    except Refused:
+        raise
+    except Exception:  # noqa: BLE001 - MoE routing reads values (topk, nonzero) meta tensors lack
+        return meta_run_once(text, True)
+
+
+def meta_run_once(text, skip_feed_forward):
     """Builds the text model on the meta device and runs it on SEQ tokens with every rotation
     function of its modeling module replaced by a recorder. Returns, per layer, the calls
     (function name, q shape, non-tensor arguments), and the rotary modules called with their
@@ -161,6 +173,12 @@ def meta_run(text):
     rot_calls = []
     for i, layer in enumerate(layers):
         layer.register_forward_pre_hook(lambda mod, args, i=i: cur.__setitem__(0, i))
+        if skip_feed_forward:
+            # The second try: every feed-forward block of the layers passes its input through
+            # (they come after the rotation and do not change which layers rotate or how).
+            for _, mod in layer.named_modules():
+                if FEED_FORWARD.search(type(mod).__name__):
+                    mod.forward = lambda x, *a, **k: x
     for name, mod in model.named_modules():
         if type(mod).__name__.endswith("RotaryEmbedding"):
             def hook(mod, args, kwargs, name=name):
@@ -498,6 +516,19 @@ def reading_rules(rec, text):
     }, None
 
 
+# Families whose default config transformers 5.24 cannot build a model from (a key its model
+# needs is None by default): the one key set, to the value the class documents, so that HF's
+# own code runs. The saved config carries it.
+OVERRIDES = {
+    "ministral": {"head_dim": 128},            # head_dim None; model: self.head_dim ** -0.5
+    "hunyuan_v1_dense": {"head_dim": 128},     # same
+    "hunyuan_v1_moe": {"head_dim": 128},       # same
+    "nemotron": {"num_key_value_heads": 48},   # None; model: num_heads // num_key_value_heads
+    "lfm2_moe": {"layer_types": ["conv", "conv", "full_attention"] * 10 + ["conv", "conv"]},  # None
+    "step3p5": {"sliding_window": 4096},       # None; masks need one
+}
+
+
 def candidates():
     out = []
     for mt in sorted(CONFIG_MAPPING.keys()):
@@ -541,12 +572,14 @@ def main():
     families, configs = [], {}
     for mt in candidates():
         try:
-            cfg = CONFIG_MAPPING[mt]()
+            cfg = CONFIG_MAPPING[mt](**OVERRIDES.get(mt, {}))
         except Exception as e:  # noqa: BLE001
             families.append({"model_type": mt, "status": "refused",
                              "reason": f"the config class does not instantiate with no arguments: {e}"})
             continue
         rec, text = one(mt, cfg, store)
+        if mt in OVERRIDES:
+            rec["overrides"] = OVERRIDES[mt]
         families.append(rec)
         if rec["status"] == "read":
             configs[mt] = config_json(cfg, text)
