@@ -266,7 +266,8 @@ static FAMILIES: &[Family] = &[
         read: |r, t| r.uniform(t, r.gpt_neox()?),
     },
     Family {
-        names: &["gptj"],
+        // CodeGen's attention is GPT-J's (rotate_every_two over `rotary_dim` lanes).
+        names: &["gptj", "codegen"],
         layers: 28,
         read: |r, t| r.uniform(t, r.gptj()?),
     },

@@ -139,7 +139,7 @@ def layer_list(model, n):
     return None
 
 
-FEED_FORWARD = re.compile(r"(MoE|Moe|MLP|Mlp|Experts|FeedForward|SparseMoe)")
+FEED_FORWARD = re.compile(r"(MLP|Mlp|MoE|Moe|MoeBlock|Experts|FeedForward)$")
 
 
 def meta_run(text):
@@ -470,7 +470,7 @@ def reading_rules(rec, text):
                       f"pair layouts (half-split, interleaved, DeepSeek's order): {sorted(map(str, layouts))}")
     cls = type(text)
     base = cls()
-    rp = base.rope_parameters or {}
+    rp = getattr(base, "rope_parameters", None) or {}
     nested = bool(rp) and all(isinstance(v, dict) for v in rp.values())
     per_type = any(k["rotary_layer_type"] for k in kinds)
     import dataclasses
