@@ -134,7 +134,7 @@ fn q_group(at: u32, out: u32, g: u32, t: Turn) {
             store_tail(VIEW_B, out, g, load_tail(VIEW_A, at, g));
         }
     } else if Q_OUT {
-        store_pairs(VIEW_B, out, g, turned(load_pairs(VIEW_A, at, g), t.c, t.s));
+        store_out_pairs(VIEW_B, out, g, turned(load_pairs(VIEW_A, at, g), t.c, t.s));
     } else {
         rotate_pairs(VIEW_A, at, g, t.c, t.s);
     }
@@ -154,19 +154,22 @@ fn load_group(v: u32, e0: u32, g: u32) -> Pairs {
     return load_pairs(v, e0, g);
 }
 
-// Lane group g into the head at `e0` of view `v`, where `load_group` read it.
+// Lane group g into the head at `e0` of view `v`, where `load_group` read it (a rotated Q
+// into `q_out` in PAIR_HALVES order when set: Q is then never in place).
 fn store_group(v: u32, e0: u32, g: u32, p: Pairs) {
     if g >= params.half / LANES {
         store_tail(v, e0, g, p);
     } else {
-        store_pairs(v, e0, g, p);
+        store_out_pairs(v, e0, g, p);
     }
 }
 
-// The same into cache `c` at element `e0`.
+// The same into cache `c` at element `e0` (K in PAIR_HALVES order when set; V as read).
 fn store_cache_group(c: u32, e0: u32, g: u32, p: Pairs) {
     if g >= params.half / LANES {
         store_cache_tail(c, e0, g, p);
+    } else if PAIR_HALVES && c == KC {
+        store_cache_halves(c, e0, g, p);
     } else {
         store_cache_pairs(c, e0, g, p);
     }

@@ -1,5 +1,10 @@
 // Pair access for the pair layout: load_pairs/store_pairs/rotate_pairs/add_pairs over the
-// group of pairs an invocation owns.
+// group of pairs an invocation owns, and store_out_pairs for a rotation into another buffer.
+
+// Interleaved pairs written to another buffer as all first elements, then all second ones
+// (OutputOrder::PairHalves, DeepSeek-V3's order in HF): pair j's elements go to lanes j and
+// j + r/2, where half-split pairs sit. Set only with interleaved pairs and an output buffer.
+override PAIR_HALVES: bool = false;
 
 #ifdef interleaved
 #ifdef x4

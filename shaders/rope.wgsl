@@ -39,7 +39,7 @@ fn copy_tail(e: u32, e2: u32, k: u32) {
 // Out of place: rotate pair group g of the source row at e2 into the destination row at e.
 fn rotate_into(e: u32, e2: u32, g: u32, r: Rotation) {
     let p = load_pairs(VIEW_B, e2, g);
-    store_pairs(VIEW_A, e, g, Pairs(p.a * r.c - p.b * r.s, p.a * r.s + p.b * r.c));
+    store_out_pairs(VIEW_A, e, g, Pairs(p.a * r.c - p.b * r.s, p.a * r.s + p.b * r.c));
 }
 
 @compute @workgroup_size(64)

@@ -56,6 +56,22 @@ pub enum Error {
         /// The tensor's head dimension.
         head_dim: u64,
     },
+    /// [`OutputOrder::PairHalves`](crate::OutputOrder::PairHalves) with half-split pairs.
+    #[error(
+        "OutputOrder::PairHalves reorders interleaved pairs; half-split pairs are already in \
+         that order: use OutputOrder::Pairs, or PairLayout::Interleaved"
+    )]
+    PairHalvesNeedInterleaved,
+    /// [`OutputOrder::PairHalves`](crate::OutputOrder::PairHalves) where a rotated tensor is
+    /// written in place.
+    #[error(
+        "OutputOrder::PairHalves moves elements between the lanes of a row, which an in-place \
+         rotation cannot do: give the rotation an output ({what})"
+    )]
+    PairHalvesInPlace {
+        /// Which output to give.
+        what: &'static str,
+    },
     /// `d_model` of a sinusoidal encoding is zero, odd or too large.
     #[error("d_model {d_model} must be even, non-zero and below 2^32: each sin has its cos")]
     InvalidDModel {

@@ -66,7 +66,7 @@ pub use context::PosEnc;
 pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Yarn};
 #[cfg(feature = "hf-config")]
-pub use hf::{HfOrder, HfQkNorm, HfRope, LayerRope};
+pub use hf::{HfQkNorm, HfRope, LayerRope};
 #[cfg(feature = "capture")]
 pub use kernels::capture;
 pub use kernels::device::CacheUsage;
@@ -75,7 +75,7 @@ pub use kernels::pass::EncodeReport;
 pub use kernels::rope::{Rope, RopeCall};
 pub use positions::{HostPositions, Positions};
 pub use spec::{
-    Dtype, MRope, NormWeight, PairLayout, QkNorm, RopeSpec, SinusoidalLayout, SinusoidalSpec,
-    Timescales,
+    Dtype, MRope, NormWeight, OutputOrder, PairLayout, QkNorm, RopeSpec, SinusoidalLayout,
+    SinusoidalSpec, Timescales,
 };
 pub use tensor::{ArrayView, CosSinCache, Dims, Layout, TensorView};

@@ -143,8 +143,13 @@ pub fn rope_out(
                     let sin = if spec.inverse { -sin } else { sin };
                     let (i0, i1) = spec.pair_layout.elements(r, j as u64);
                     let (x0, x1) = (src[from + i0 as usize], src[from + i1 as usize]);
-                    dst[to + i0 as usize] = x0 * cos - x1 * sin;
-                    dst[to + i1 as usize] = x0 * sin + x1 * cos;
+                    // Each element to the lane the output order gives it.
+                    let (o0, o1) = (
+                        spec.output_order.lane(r, i0) as usize,
+                        spec.output_order.lane(r, i1) as usize,
+                    );
+                    dst[to + o0] = x0 * cos - x1 * sin;
+                    dst[to + o1] = x0 * sin + x1 * cos;
                 }
                 let tail = r as usize..d as usize;
                 dst[to + tail.start..to + tail.end]

@@ -27,6 +27,32 @@ impl PairLayout {
     }
 }
 
+/// Where a rotation writes each pair's two elements when its output is another buffer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum OutputOrder {
+    /// Each element where it was read (the only order of an in-place rotation).
+    #[default]
+    Pairs,
+    /// Interleaved pairs `(2j, 2j + 1)` written as all first elements, then all second
+    /// elements: element `2j` to lane `j`, `2j + 1` to lane `j + r/2` (DeepSeek-V3's
+    /// `apply_rotary_pos_emb_interleave` in HF transformers: input `[0..7]` at position 0
+    /// comes back `[0, 2, 4, 6, 1, 3, 5, 7]`). Lanes past `r` stay where they are. Only for
+    /// interleaved pairs, and only where every rotated output is another buffer: out of
+    /// place ([`RopeCall::with_output`](crate::RopeCall::with_output)), and in the fused
+    /// call for Q into `q_out` and K into its cache (V is copied as it is).
+    PairHalves,
+}
+
+impl OutputOrder {
+    /// The output lane of input lane `lane` of a row whose first `r` lanes rotate.
+    pub fn lane(self, r: u64, lane: u64) -> u64 {
+        match self {
+            OutputOrder::PairHalves if lane < r => lane / 2 + (lane % 2) * (r / 2),
+            _ => lane,
+        }
+    }
+}
+
 /// Where the sin and cos of frequency `i` go in a sinusoidal row of `d_model` elements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SinusoidalLayout {
@@ -133,6 +159,8 @@ pub struct RopeSpec {
     pub scaling_seq_len: Option<u64>,
     /// Multimodal RoPE sections; positions must then be [`Positions::Axes`](crate::Positions::Axes).
     pub mrope: Option<MRope>,
+    /// Where an out-of-place rotation writes each pair (see [`OutputOrder`]).
+    pub output_order: OutputOrder,
 }
 
 impl Default for RopeSpec {
@@ -145,6 +173,7 @@ impl Default for RopeSpec {
             scaling: Scaling::Default,
             scaling_seq_len: None,
             mrope: None,
+            output_order: OutputOrder::Pairs,
         }
     }
 }
@@ -153,6 +182,13 @@ impl RopeSpec {
     /// The default: whole head rotated, base 10 000, half-split pairs (HF transformers).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets where an out-of-place rotation writes each pair ([`OutputOrder::PairHalves`]:
+    /// DeepSeek-V3's order in HF transformers).
+    pub fn output_order(mut self, order: OutputOrder) -> Self {
+        self.output_order = order;
+        self
     }
 
     /// Sets the pair layout.
@@ -229,6 +265,11 @@ impl RopeSpec {
                 rotary_dim: r,
                 head_dim,
             });
+        }
+        if self.output_order == OutputOrder::PairHalves
+            && self.pair_layout != PairLayout::Interleaved
+        {
+            return Err(Error::PairHalvesNeedInterleaved);
         }
         check_base(self.base)?;
         // Even for an empty view: a bad spec is an error whatever the tensor.

@@ -7,7 +7,8 @@ use common::ctx;
 use wgpu::util::DeviceExt;
 use wgpu_posenc::Dims;
 use wgpu_posenc::{
-    ArrayView, Dtype, Error, HostPositions, Layout, Positions, RopeSpec, SinusoidalSpec, TensorView,
+    ArrayView, Dtype, Error, HostPositions, Layout, OutputOrder, PairLayout, Positions, RopeCall,
+    RopeSpec, SinusoidalSpec, TensorView,
 };
 
 fn buffer(bytes: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
@@ -86,6 +87,39 @@ fn an_empty_view_still_validates_the_spec() {
         rope(&RopeSpec::new(), wide, Positions::Start(0)),
         Error::InvalidHeadDim { .. }
     ));
+}
+
+#[test]
+fn an_output_order_only_where_the_output_is_another_buffer() {
+    let halves = RopeSpec::new()
+        .pair_layout(PairLayout::Interleaved)
+        .output_order(OutputOrder::PairHalves);
+    let b = storage(4096);
+    let view = |offset| TensorView::new(&b, Layout::bhsd([1, 2, 3, 16]).with_offset(offset));
+    // In place (one tensor, an empty one, or Q and K): refused, whatever the view.
+    for v in [view(0), TensorView::new(&b, Layout::bhsd([1, 0, 3, 16]))] {
+        assert!(matches!(
+            rope(&halves, v, Positions::Start(0)),
+            Error::PairHalvesInPlace { .. }
+        ));
+    }
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let qk = RopeCall::new(view(0), Positions::Start(0)).with_k(view(256));
+    assert!(matches!(
+        ctx().encode_rope_call(&mut encoder, &halves, &qk),
+        Err(Error::PairHalvesInPlace { .. })
+    ));
+    // Half-split pairs are already in that order: a spec error, in place or not.
+    let half_split = halves.clone().pair_layout(PairLayout::HalfSplit);
+    let out = RopeCall::new(view(0), Positions::Start(0)).with_output(view(256));
+    assert!(matches!(
+        ctx().encode_rope_call(&mut encoder, &half_split, &out),
+        Err(Error::PairHalvesNeedInterleaved)
+    ));
+    // Out of place with interleaved pairs: accepted.
+    ctx()
+        .encode_rope_call(&mut encoder, &halves, &out)
+        .expect("out of place");
 }
 
 #[test]

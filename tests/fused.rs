@@ -13,7 +13,7 @@ use common::{Elements, Rng, ctx, u32_buffer};
 use wgpu_posenc::reference::{self, HostCacheIndex};
 use wgpu_posenc::{
     ArrayView, CacheIndex, Dims, Dtype, Error, HostPositions, KvCache, Layout, NormWeight,
-    PairLayout, Positions, QkNorm, QkvCall, RopeSpec, Scaling, TensorView,
+    OutputOrder, PairLayout, Positions, QkNorm, QkvCall, RopeSpec, Scaling, TensorView,
 };
 
 /// Elements of guard before and after every view.
@@ -213,7 +213,43 @@ fn norm(d: u64, weight: NormWeight) -> QkNorm {
 
 fn cases() -> Vec<Case> {
     let ids = |v: &[u32]| Positions::Ids(v.to_vec());
+    let halves = RopeSpec::new()
+        .pair_layout(PairLayout::Interleaved)
+        .output_order(OutputOrder::PairHalves);
     vec![
+        // DeepSeek-V3's HF order: Q out and the K cache as first elements, then second ones;
+        // V as it is.
+        Case {
+            spec: halves.clone(),
+            q_out: true,
+            index: Index::Slots(vec![3, 0, 7, 1, 2, 9]),
+            ..Case::new(
+                "PairHalves, Q out, paged, vec4",
+                [2, 3, 4, 2, 64],
+                ids(&[0, 1, 2, 4096, 4097, 1_000_000]),
+            )
+        },
+        Case {
+            spec: halves.clone().rotary_dim(6),
+            q_out: true,
+            offset: 3,
+            cache_dtype: Dtype::BF16,
+            ..Case::new(
+                "PairHalves, rotary_dim 6 of 10, one pair an invocation, bf16 cache",
+                [1, 5, 2, 1, 10],
+                Positions::BatchStarts(vec![7]),
+            )
+        },
+        Case {
+            spec: halves.rotary_dim(32),
+            q_out: true,
+            norm: Some(norm(64, NormWeight::Scale)),
+            ..Case::new(
+                "PairHalves with QK-norm, rotary_dim 32 of 64",
+                [2, 4, 4, 2, 64],
+                Positions::BatchStarts(vec![0, 12]),
+            )
+        },
         Case {
             spec: RopeSpec::new().base(1_000_000.0),
             q_out: true,
@@ -597,6 +633,22 @@ fn shared_entry_holds_one_token(case: &Case) {
 
 #[test]
 fn bad_fused_calls_are_typed_errors() {
+    // HF's DeepSeek order for K with Q in place would pair a permuted K with an unpermuted Q.
+    let in_place = Case {
+        spec: RopeSpec::new()
+            .pair_layout(PairLayout::Interleaved)
+            .output_order(OutputOrder::PairHalves),
+        ..Case::new(
+            "PairHalves, Q in place",
+            [1, 4, 2, 1, 16],
+            Positions::Start(0),
+        )
+    };
+    assert!(
+        matches!(run(&in_place, 1), Err(Error::PairHalvesInPlace { .. })),
+        "{:?}",
+        run(&in_place, 1)
+    );
     let start = Case {
         cache_len: 8,
         ..Case::new(

@@ -13,7 +13,10 @@
 mod common;
 
 use serde_json::Value;
-use wgpu_posenc::{HfRope, HostPositions, LayerRope, Layout, reference};
+use wgpu_posenc::{
+    ArrayView, HfRope, HostPositions, LayerRope, Layout, OutputOrder, Positions, RopeCall,
+    TensorView, reference,
+};
 
 const REFERENCE_TOL: f64 = 1e-9;
 /// Default configs HF runs that the crate refuses, and a word of the error that says why.
@@ -74,7 +77,9 @@ fn kinds() -> Vec<Kind> {
         if let Some((_, word)) = REFUSED.iter().find(|(m, _)| *m == mt) {
             match HfRope::from_config(&configs[mt]) {
                 Err(e) if e.to_string().contains(word) => refused += 1,
-                other => failures.push(format!("{mt}: expected a refusal naming {word}, got {other:?}")),
+                other => failures.push(format!(
+                    "{mt}: expected a refusal naming {word}, got {other:?}"
+                )),
             }
             continue;
         }
@@ -86,10 +91,22 @@ fn kinds() -> Vec<Kind> {
             Err(e) => failures.push(format!("{mt}: {e}")),
         }
     }
-    eprintln!("{read} families read, {refused} refused, {} layer kinds", out.len());
+    eprintln!(
+        "{read} families read, {refused} refused, {} layer kinds",
+        out.len()
+    );
     let share = read as f64 / (read + refused) as f64;
-    assert!(share >= 0.95, "{read} of {} text RoPE families read", read + refused);
-    assert!(failures.is_empty(), "{} families not read as HF reads them:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        share >= 0.95,
+        "{read} of {} text RoPE families read",
+        read + refused
+    );
+    assert!(
+        failures.is_empty(),
+        "{} families not read as HF reads them:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     out
 }
 
@@ -101,7 +118,11 @@ fn check_family(family: &Value, config: &Value, outputs: &[Value]) -> Result<Vec
         let rope = HfRope::from_config(config).map_err(|e| e.to_string())?;
         let hf_layers = family["layers"].as_array().expect("layers");
         if rope.layers.len() != hf_layers.len() {
-            return Err(format!("{} layers, HF {}", rope.layers.len(), hf_layers.len()));
+            return Err(format!(
+                "{} layers, HF {}",
+                rope.layers.len(),
+                hf_layers.len()
+            ));
         }
         let hf_kinds = family["kinds"].as_array().expect("kinds");
         let mut seen = vec![false; hf_kinds.len()];
@@ -123,7 +144,10 @@ fn check_family(family: &Value, config: &Value, outputs: &[Value]) -> Result<Vec
             let width = hk["width"].as_u64().expect("width") as usize;
             let head_dim = hk["head_dim"].as_u64().expect("head_dim");
             if ours.head_dim != head_dim {
-                return Err(format!("layer {i}: head_dim {} here, HF {head_dim}", ours.head_dim));
+                return Err(format!(
+                    "layer {i}: head_dim {} here, HF {head_dim}",
+                    ours.head_dim
+                ));
             }
             let positions = u32s(&hk["positions"]);
             let rows = outputs[hk["output"].as_u64().expect("output") as usize]
@@ -176,7 +200,11 @@ fn worst(kind: &Kind, got: &[f64]) -> f64 {
         let (row, lane) = (i / d, i % d);
         let hf = row * d + kind.rope.hf_lane(lane as u64) as usize;
         let err = (g - kind.want[hf]).abs();
-        worst = if err.is_nan() { f64::INFINITY } else { worst.max(err) };
+        worst = if err.is_nan() {
+            f64::INFINITY
+        } else {
+            worst.max(err)
+        };
     }
     worst
 }
@@ -192,14 +220,24 @@ fn every_family_reads_and_rotates_as_hf_in_the_reference() {
         let layout = Layout::bhsd([1, 1, n, kind.rope.head_dim]);
         let mut x = input(n as usize, kind.rope.head_dim as usize);
         let mut axes = Vec::new();
-        reference::rope(&kind.rope.spec, &layout, &mut x, positions_of(kind, &mut axes));
+        reference::rope(
+            &kind.rope.spec,
+            &layout,
+            &mut x,
+            positions_of(kind, &mut axes),
+        );
         let w = worst(kind, &x);
         if w > REFERENCE_TOL {
             bad.push(format!("{}: reference vs HF {w:e}", kind.what));
         }
         all = all.max(w);
     }
-    assert!(bad.is_empty(), "{} kinds differ:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} kinds differ:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
     eprintln!("reference vs HF: max |error| {all:.2e}");
 }
 
@@ -216,8 +254,13 @@ fn every_family_rotates_as_hf_on_the_gpu() {
             .map(|&v| v as f32)
             .collect();
         let mut axes = Vec::new();
-        ctx.rope_host(&kind.rope.spec, layout, &mut x, positions_of(&kind, &mut axes))
-            .unwrap_or_else(|e| panic!("{}: {e}", kind.what));
+        ctx.rope_host(
+            &kind.rope.spec,
+            layout,
+            &mut x,
+            positions_of(&kind, &mut axes),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", kind.what));
         let got: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
         let w = worst(&kind, &got);
         if w > GPU_TOL {
@@ -225,6 +268,72 @@ fn every_family_rotates_as_hf_on_the_gpu() {
         }
         all = all.max(w);
     }
-    assert!(bad.is_empty(), "{} kinds differ:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} kinds differ:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
     eprintln!("GPU vs HF: max |error| {all:.2e}");
+}
+
+#[test]
+fn hf_order_is_written_as_hf_writes_it() {
+    // DeepSeek-V3-style families (`apply_rotary_pos_emb_interleave`): out of place with the
+    // family's order, the output is HF's lane for lane, with no permutation in the test.
+    let mut checked = 0;
+    let mut bad = Vec::new();
+    for kind in kinds() {
+        if kind.rope.hf_order == OutputOrder::Pairs {
+            continue;
+        }
+        let n = kind.positions.len() as u64;
+        let d = kind.rope.head_dim as usize;
+        let layout = Layout::bhsd([1, 1, n, kind.rope.head_dim]);
+        let spec = kind.rope.spec.clone().output_order(kind.rope.hf_order);
+        let x: Vec<f32> = input(n as usize, d).iter().map(|&v| v as f32).collect();
+        let poison: Vec<f32> = (0..x.len()).map(common::poison).collect();
+        let ids = common::u32_buffer(&kind.positions);
+        let out = common::run_on_buffers(&[&x, &poison], |encoder, b| {
+            let call = RopeCall::new(
+                TensorView::new(&b[0], layout),
+                Positions::Ids(ArrayView::new(&ids)),
+            )
+            .with_output(TensorView::new(&b[1], layout));
+            common::ctx()
+                .encode_rope_call(encoder, &spec, &call)
+                .unwrap_or_else(|e| panic!("{}: {e}", kind.what));
+        });
+        let w = common::max_error(&out[1], &kind.want);
+        if w > GPU_TOL {
+            bad.push(format!("{}: GPU in HF's order vs HF {w:e}", kind.what));
+        }
+        // The reference writes the same order.
+        let mut x64 = input(n as usize, d);
+        let src = x64.clone();
+        reference::rope_out(
+            &spec,
+            &layout,
+            &src,
+            &layout,
+            &mut x64,
+            HostPositions::Ids(&kind.positions),
+            None,
+        );
+        let w = x64
+            .iter()
+            .zip(&kind.want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        if w > REFERENCE_TOL {
+            bad.push(format!(
+                "{}: reference in HF's order vs HF {w:e}",
+                kind.what
+            ));
+        }
+        checked += 1;
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    assert!(checked >= 10, "{checked} kinds in HF's interleave order");
+    eprintln!("{checked} kinds written in HF's interleave order");
 }

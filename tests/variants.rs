@@ -12,8 +12,8 @@ use common::{
 };
 use wgpu_posenc::Dims;
 use wgpu_posenc::{
-    ArrayView, CosSinCache, Error, HostPositions, Layout, PairLayout, Positions, RopeCall,
-    RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+    ArrayView, CosSinCache, Error, HostPositions, Layout, OutputOrder, PairLayout, Positions,
+    RopeCall, RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
 };
 
 const TOL: f64 = 1e-6;
@@ -165,7 +165,13 @@ fn varlen_sequences_and_per_row_starts() {
 #[test]
 fn out_of_place_converts_layouts_and_copies_the_tail() {
     let mut rng = Rng::new(44);
-    for pair_layout in LAYOUTS {
+    let orders = [
+        (PairLayout::Interleaved, OutputOrder::Pairs),
+        (PairLayout::HalfSplit, OutputOrder::Pairs),
+        // DeepSeek-V3's HF order: r 48 and 32 run four pairs a lane, 6 one.
+        (PairLayout::Interleaved, OutputOrder::PairHalves),
+    ];
+    for (pair_layout, order) in orders {
         for (r, offset) in [(48u64, 0u64), (32, 4), (6, 3)] {
             let shape = [2, 3, 21, 64];
             let src_layout = Layout::bshd(Dims::from_logical(shape)).with_offset(offset);
@@ -174,7 +180,10 @@ fn out_of_place_converts_layouts_and_copies_the_tail() {
             let dst: Vec<f32> = (0..dst_layout.end().unwrap() as usize + 6)
                 .map(common::poison)
                 .collect();
-            let spec = RopeSpec::new().pair_layout(pair_layout).rotary_dim(r);
+            let spec = RopeSpec::new()
+                .pair_layout(pair_layout)
+                .rotary_dim(r)
+                .output_order(order);
             let out = run_on_buffers(&[&src, &dst], |encoder, b| {
                 let call = RopeCall::new(TensorView::new(&b[0], src_layout), Positions::Start(11))
                     .with_output(TensorView::new(&b[1], dst_layout));
@@ -211,7 +220,7 @@ fn out_of_place_converts_layouts_and_copies_the_tail() {
                 &out[1],
                 &expected,
                 TOL,
-                &format!("out of place r {r}"),
+                &format!("out of place r {r} {pair_layout:?} {order:?}"),
             );
         }
     }

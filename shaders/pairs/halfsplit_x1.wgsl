@@ -12,3 +12,8 @@ fn store_pairs(v: u32, e0: u32, g: u32, p: Pairs) {
     st1(v, e0 + g, p.a);
     st1(v, e0 + g + params.half, p.b);
 }
+
+// Into another buffer: half-split pairs are already in PairHalves order.
+fn store_out_pairs(v: u32, e0: u32, g: u32, p: Pairs) {
+    store_pairs(v, e0, g, p);
+}

@@ -14,6 +14,11 @@ fn store_pairs(v: u32, e0: u32, g: u32, p: Pairs) {
     st4(v, e0 + 4u * g + params.half, p.b);
 }
 
+// Into another buffer: half-split pairs are already in PairHalves order.
+fn store_out_pairs(v: u32, e0: u32, g: u32, p: Pairs) {
+    store_pairs(v, e0, g, p);
+}
+
 // Rotates the four pairs of group g by (c, s): (a, b) -> (a c - b s, a s + b c). Both halves
 // are needed before either is stored; storing the second half first measured fastest over
 // both tensor layouts on CPU drivers.

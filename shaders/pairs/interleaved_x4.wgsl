@@ -16,6 +16,18 @@ fn store_pairs(v: u32, e0: u32, g: u32, p: Pairs) {
     st4(v, e0 + 8u * g + 4u, vec4(p.a.z, p.b.z, p.a.w, p.b.w));
 }
 
+// Into another buffer: where store_pairs puts them, or with PAIR_HALVES the four first
+// elements at lanes [4g, 4g + 4) and the four second ones r/2 further (r/2 is a multiple of
+// four where this width runs).
+fn store_out_pairs(v: u32, e0: u32, g: u32, p: Pairs) {
+    if PAIR_HALVES {
+        st4(v, e0 + 4u * g, p.a);
+        st4(v, e0 + 4u * g + params.half, p.b);
+    } else {
+        store_pairs(v, e0, g, p);
+    }
+}
+
 // Rotates the four pairs of group g by (c, s): (a, b) -> (a c - b s, a s + b c). Each vec4
 // holds two whole pairs, so each is stored right after it is loaded: on CPU drivers, whose
 // loads and stores are scalar loops over the SIMD lanes, this order streams (measured 1.2x

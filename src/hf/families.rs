@@ -5,10 +5,10 @@ use serde_json::Value;
 
 use super::config::{Obj, RopeDict, Whole, parse, truthy};
 use super::reader::Reader;
-use super::{HfOrder, HfRope, LayerRope};
+use super::{HfRope, LayerRope};
 use crate::error::Result;
 use crate::frequencies::FrequencyError;
-use crate::spec::{PairLayout, RopeSpec};
+use crate::spec::{OutputOrder, PairLayout, RopeSpec};
 
 impl Reader<'_> {
     /// Llama, Mistral, Qwen2/3: the common pipeline, rotate_half over the whole head (the
@@ -32,7 +32,7 @@ impl Reader<'_> {
                 .pair_layout(layout)
                 .scaling(scaling),
             head_dim,
-            hf_order: HfOrder::InPlace,
+            hf_order: OutputOrder::Pairs,
         })
     }
 
@@ -58,7 +58,7 @@ impl Reader<'_> {
         Ok(LayerRope {
             spec,
             head_dim,
-            hf_order: HfOrder::InPlace,
+            hf_order: OutputOrder::Pairs,
         })
     }
 
@@ -148,9 +148,9 @@ impl Reader<'_> {
         // V3's `apply_rotary_pos_emb_interleave` returns the rotated pairs' first elements,
         // then their second ones; V2's complex pairs stay in place.
         let order = if v3 && interleaved {
-            HfOrder::PairHalves
+            OutputOrder::PairHalves
         } else {
-            HfOrder::InPlace
+            OutputOrder::Pairs
         };
         Ok(LayerRope {
             spec: RopeSpec::new()
@@ -193,7 +193,7 @@ impl Reader<'_> {
                 .scaling(scaling)
                 .mrope(section, interleaved),
             head_dim,
-            hf_order: HfOrder::InPlace,
+            hf_order: OutputOrder::Pairs,
         })
     }
 
@@ -219,7 +219,7 @@ impl Reader<'_> {
                 .base(self.theta(&dict, 150_000.0))
                 .scaling(scaling),
             head_dim: self.head_dim(Some(64))?,
-            hf_order: HfOrder::InPlace,
+            hf_order: OutputOrder::Pairs,
         })
     }
 
@@ -235,7 +235,7 @@ impl Reader<'_> {
                 .scaling(scaling)
                 .pair_layout(PairLayout::Interleaved),
             head_dim: self.head_dim(Some(128))?,
-            hf_order: HfOrder::InPlace,
+            hf_order: OutputOrder::Pairs,
         };
         let n = self.num_layers()?;
         let interval = self.text.no_rope_layer_interval.map_or(4, |w| w.0).max(1);
@@ -299,7 +299,7 @@ impl Reader<'_> {
             ropes.push(LayerRope {
                 spec: RopeSpec::new().base(base).scaling(scaling),
                 head_dim,
-                hf_order: HfOrder::InPlace,
+                hf_order: OutputOrder::Pairs,
             });
         }
         let layers = self.sliding_or_full(
@@ -357,7 +357,7 @@ impl Reader<'_> {
                 Some(LayerRope {
                     spec: RopeSpec::new().base(base).scaling(scaling),
                     head_dim,
-                    hf_order: HfOrder::InPlace,
+                    hf_order: OutputOrder::Pairs,
                 }),
             ));
         }

@@ -6,10 +6,10 @@ use serde_json::Value;
 use super::config::{RopeDict, parse, truthy};
 use super::reader::Reader;
 use super::table::{Gate, Rules, TableLayout};
-use super::{HfOrder, HfRope, LayerRope};
+use super::{HfRope, LayerRope};
 use crate::error::Result;
 use crate::frequencies::FrequencyError;
-use crate::spec::{PairLayout, RopeSpec};
+use crate::spec::{OutputOrder, PairLayout, RopeSpec};
 
 /// Layer kinds without attention: no RoPE whatever the family.
 const NON_ATTENTION: [&str; 2] = ["linear_attention", "conv"];
@@ -96,7 +96,9 @@ impl Reader<'_> {
             && self.text.rope_scaling.as_ref().is_none_or(|s| s.is_empty())
         {
             return match o.get(kind) {
-                Some(Value::Object(d)) => parse(Value::Object(d.clone()), &format!("rope_parameters.{kind}")),
+                Some(Value::Object(d)) => {
+                    parse(Value::Object(d.clone()), &format!("rope_parameters.{kind}"))
+                }
                 _ => Err(FrequencyError::MissingConfigKey {
                     key: "rope_parameters.<layer type> (one dict for every layer type that rotates)",
                     rope_type: "any".into(),
@@ -151,7 +153,12 @@ impl Reader<'_> {
     }
 
     /// The RoPE of one layer kind of a table family (`own_head_dim`: the layer's own).
-    fn rules_layer(&self, rules: &Rules, kind: &str, own_head_dim: Option<u64>) -> Result<LayerRope> {
+    fn rules_layer(
+        &self,
+        rules: &Rules,
+        kind: &str,
+        own_head_dim: Option<u64>,
+    ) -> Result<LayerRope> {
         let dict = self.kind_dict(kind)?;
         let (scaling, _) = self.scaling(&dict, None)?;
         let base = dict
@@ -167,7 +174,11 @@ impl Reader<'_> {
         } else if rules.mla {
             self.text.qk_rope_head_dim.map_or(64, |w| w.0)
         } else {
-            match (self.text.head_dim, self.text.hidden_size, self.text.num_attention_heads) {
+            match (
+                self.text.head_dim,
+                self.text.hidden_size,
+                self.text.num_attention_heads,
+            ) {
                 (Some(d), ..) => d.0,
                 (None, Some(h), Some(n)) if n.0 > 0 && rules.head_dim.is_none() => h.0 / n.0,
                 _ => match rules.head_dim {
@@ -177,9 +188,9 @@ impl Reader<'_> {
             }
         };
         let (layout, order) = match rules.layout {
-            TableLayout::HalfSplit => (PairLayout::HalfSplit, HfOrder::InPlace),
-            TableLayout::Interleaved => (PairLayout::Interleaved, HfOrder::InPlace),
-            TableLayout::InterleavedHfOrder => (PairLayout::Interleaved, HfOrder::PairHalves),
+            TableLayout::HalfSplit => (PairLayout::HalfSplit, OutputOrder::Pairs),
+            TableLayout::Interleaved => (PairLayout::Interleaved, OutputOrder::Pairs),
+            TableLayout::InterleavedHfOrder => (PairLayout::Interleaved, OutputOrder::PairHalves),
         };
         // `proportional` rotates the whole head (its factor zeroes frequencies instead).
         let partial = match scaling {

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::frequencies::{FrequencyError, Scaling};
-use crate::spec::{NormWeight, PairLayout, RopeSpec};
+use crate::spec::{NormWeight, OutputOrder, PairLayout, RopeSpec};
 use config::{TextConfig, TopConfig, kind, parse};
 use reader::Reader;
 
@@ -42,30 +42,17 @@ pub struct LayerRope {
     /// rotate only the `qk_rope_head_dim` lanes at the end of each query head (`q_pe`) and
     /// the shared `k_pe`: this is their width.
     pub head_dim: u64,
-    /// The order in which the family's HF code returns the rotated lanes.
-    pub hf_order: HfOrder,
-}
-
-/// Where HF's rotation puts each rotated lane (see [`LayerRope::hf_lane`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HfOrder {
-    /// Each lane stays where it is: HF's output is the crate's in-place output.
-    InPlace,
-    /// Interleaved pairs `(2j, 2j + 1)` come back as all first elements, then all second
-    /// elements (DeepSeek-V3's `apply_rotary_pos_emb_interleave`: input `[0..7]` at
-    /// position 0 comes back `[0, 2, 4, 6, 1, 3, 5, 7]`). Attention scores are the same
-    /// either way; Q, K and a K cache differ by this permutation.
-    PairHalves,
+    /// The order in which the family's HF code returns the rotated lanes: attention scores
+    /// are the same in either order, Q, K and a K cache are not. To write HF's order, set it
+    /// on an out-of-place call's spec: `spec.clone().output_order(layer.hf_order)`.
+    pub hf_order: OutputOrder,
 }
 
 impl LayerRope {
     /// The lane of HF's output that holds lane `lane` of the crate's in-place output.
     pub fn hf_lane(&self, lane: u64) -> u64 {
         let r = self.spec.rotary_dim.unwrap_or(self.head_dim);
-        match self.hf_order {
-            HfOrder::PairHalves if lane < r => lane / 2 + (lane % 2) * (r / 2),
-            _ => lane,
-        }
+        self.hf_order.lane(r, lane)
     }
 }
 

@@ -8,7 +8,7 @@ use super::rope::{Rope, byte_end, check_disjoint, resolve_positions, width_for, 
 use super::{Kernel, Op, Specialization, WORKGROUP, Width};
 use crate::error::{Error, Result};
 use crate::positions::Positions;
-use crate::spec::{PairLayout, QkNorm};
+use crate::spec::{OutputOrder, PairLayout, QkNorm};
 use crate::tensor::{ArrayView, Layout, TensorView};
 
 /// Where in the KV cache each token goes (the cache's third axis). Two tokens of one call
@@ -236,6 +236,12 @@ impl Rope {
         call: &QkvCall<'_>,
     ) -> Result<EncodeReport> {
         let views = self.check_qkv(call)?;
+        // Q and K both in HF's order, or attention scores would change: Q must go out.
+        if self.spec.output_order == OutputOrder::PairHalves && call.q_out.is_none() {
+            return Err(Error::PairHalvesInPlace {
+                what: "QkvCall::with_q_out, so that Q is written in the order K is cached",
+            });
+        }
         let [batch, _, seq, _] = call.qkv.layout.shape;
         if batch * seq == 0 {
             return Ok(EncodeReport::default());
@@ -299,6 +305,7 @@ impl Rope {
             None => (head_groups / span, span),
         };
         let freq = self.frequency_buffer(call.qk_norm, &angles, lanes)?;
+        let pair_halves = self.spec.output_order == OutputOrder::PairHalves;
         let spec = Specialization {
             op: Op::Fused {
                 cache: views.k_cache.dtype,
@@ -311,6 +318,7 @@ impl Rope {
                 },
             },
             positions: positions.mode(),
+            pair_halves,
             ..Specialization::new(Kernel::Fused, self.spec.pair_layout, width, call.qkv.dtype)
         };
         let [_, cb, ch, cp] = fields(0, &views.k_cache.layout);

@@ -156,6 +156,10 @@ pub struct Specialization {
     pub positions: PositionMode,
     /// Angles from a caller's cos/sin cache instead of the frequencies.
     pub from_cache: bool,
+    /// Interleaved pairs written to another buffer as all first elements, then all second
+    /// ones ([`crate::OutputOrder::PairHalves`]): the out-of-place output, the fused call's
+    /// `q_out` and K cache.
+    pub pair_halves: bool,
 }
 
 impl Specialization {
@@ -184,6 +188,7 @@ impl Specialization {
             dtype,
             positions: PositionMode::Start,
             from_cache: false,
+            pair_halves: false,
         }
     }
 
@@ -274,6 +279,11 @@ impl Specialization {
             ("FROM_CACHE", flag(self.from_cache)),
             ("SHARED", flag(self.shared())),
         ];
+        // Declared by every variant (shaders/pairs.wgsl); only set where on, so that the
+        // constants of the other variants read as before.
+        if self.pair_halves {
+            constants.push(("PAIR_HALVES", 1.0));
+        }
         match self.op {
             Op::Rope { second, .. } => constants.push((
                 "SECOND",
@@ -327,6 +337,12 @@ impl Specialization {
                                 for second in [Second::InPlace, Second::Source] {
                                     all.push(plain.with_second(second));
                                     all.push(plain.with_second(second).with_shared(true));
+                                }
+                                if pair_layout == PairLayout::Interleaved {
+                                    all.push(Specialization {
+                                        pair_halves: true,
+                                        ..plain.with_second(Second::Source)
+                                    });
                                 }
                             }
                             Kernel::Sinusoidal => {
@@ -382,6 +398,7 @@ impl Specialization {
                     ] {
                         all.push(Specialization {
                             op: op(paged, q_out, norm),
+                            pair_halves: q_out && pair_layout == PairLayout::Interleaved,
                             ..plain
                         });
                     }

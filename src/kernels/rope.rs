@@ -11,7 +11,7 @@ use super::device::Passes;
 use crate::dd::Dd;
 use crate::error::{Error, Result};
 use crate::positions::Positions;
-use crate::spec::RopeSpec;
+use crate::spec::{OutputOrder, RopeSpec};
 use crate::tensor::{ArrayView, CosSinCache, Layout, TensorView};
 
 /// Everything one RoPE call touches, beyond the spec.
@@ -146,6 +146,7 @@ impl Passes {
         let head_dim = call.tensor.layout.shape[3];
         spec.validate(head_dim)?;
         let views = check_call(self, head_dim, call)?;
+        check_order(spec, call)?;
         if views.iter().all(|v| v.layout.rows_count() == 0) {
             // Nothing to rotate: a no-op that allocates nothing sized by the shape.
             return Ok(EncodeReport::default());
@@ -153,6 +154,17 @@ impl Passes {
         self.rope(spec, head_dim)?
             .encode_checked(encoder, call, &views)
     }
+}
+
+/// An output order other than the pairs' own needs an output buffer (whatever the views: an
+/// empty call is refused too).
+fn check_order(spec: &RopeSpec, call: &RopeCall<'_>) -> Result<()> {
+    if spec.output_order == OutputOrder::PairHalves && (call.output.is_none() || call.k.is_some()) {
+        return Err(Error::PairHalvesInPlace {
+            what: "RopeCall::with_output, one tensor at a time",
+        });
+    }
+    Ok(())
 }
 
 impl Rope {
@@ -197,6 +209,7 @@ impl Rope {
         call: &RopeCall<'_>,
     ) -> Result<EncodeReport> {
         let views = check_call(&self.ctx, self.head_dim, call)?;
+        check_order(&self.spec, call)?;
         if views.iter().all(|v| v.layout.rows_count() == 0) {
             // Nothing to rotate: a no-op that allocates nothing sized by the shape.
             return Ok(EncodeReport::default());
@@ -231,6 +244,7 @@ impl Rope {
             (None, Some(out)) => (out, Second::Source, Some(&call.tensor)),
             (None, None) => (&call.tensor, Second::None, None),
         };
+        let pair_halves = self.spec.output_order == OutputOrder::PairHalves;
         fn view<'v>(v: &TensorView<'v>) -> PassView<'v> {
             PassView {
                 buffer: v.buffer,
@@ -241,6 +255,7 @@ impl Rope {
             spec: Specialization {
                 positions: positions.mode(),
                 from_cache: cache.is_some(),
+                pair_halves,
                 ..Specialization::new(
                     Kernel::Rope,
                     self.spec.pair_layout,
