@@ -101,7 +101,7 @@ pub(super) struct TextConfig {
     pub global_head_dim: Option<Whole>,
     /// Each layer's attention kind, as transformers names them.
     pub layer_types: Option<Vec<String>>,
-    pub sliding_window_pattern: Option<Whole>,
+    pub sliding_window_pattern: Option<Pattern>,
     /// The attention window (`null`: none; EXAONE 4 then rotates every layer).
     #[serde(deserialize_with = "present")]
     pub sliding_window: Option<Option<Whole>>,
@@ -113,6 +113,25 @@ pub(super) struct TextConfig {
     pub cross_attention_layers: Option<Vec<Whole>>,
     /// The epsilon of the model's RMS norms (Qwen3 and Gemma 3 QK-norm).
     pub rms_norm_eps: Option<f64>,
+}
+
+/// `sliding_window_pattern`: every n-th layer global (Gemma, Cohere 2), or EXAONE 4's
+/// letters (`"LLLG"`), which transformers only reads with `layer_types` beside them.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Pattern {
+    Every(Whole),
+    Letters(String),
+}
+
+impl Pattern {
+    /// The period, where it is a number.
+    pub(super) fn every(&self) -> Option<u64> {
+        match self {
+            Pattern::Every(w) => Some(w.0),
+            Pattern::Letters(_) => None,
+        }
+    }
 }
 
 /// One rope parameter dict (`rope_scaling`, `rope_parameters`, or one layer type's).

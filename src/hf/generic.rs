@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::config::{RopeDict, parse, truthy};
+use super::config::{Pattern, RopeDict, parse, truthy};
 use super::reader::Reader;
 use super::table::{Gate, Rules, TableLayout};
 use super::{HfRope, LayerRope};
@@ -20,7 +20,18 @@ impl Reader<'_> {
         let n = self.num_layers()? as usize;
         let kinds: Vec<&str> = match self.check_layer_types()? {
             Some(k) => k,
-            None => self.block_types(n)?,
+            None => match self.pattern(rules)? {
+                Some(p) => (0..n as u64)
+                    .map(|i| {
+                        if (i + 1).is_multiple_of(p) {
+                            "full_attention"
+                        } else {
+                            "sliding_attention"
+                        }
+                    })
+                    .collect(),
+                None => self.block_types(n)?,
+            },
         };
         let rotates = self.gate(rules, &kinds)?;
         let mut layer_types: Vec<(String, Option<LayerRope>)> = Vec::new();
@@ -106,6 +117,27 @@ impl Reader<'_> {
             };
         }
         self.rope_dict()
+    }
+
+    /// The period of sliding and full layers where the file has no `layer_types`: its own
+    /// `sliding_window_pattern`, else the family's default (none: no pattern).
+    fn pattern(&self, rules: &Rules) -> Result<Option<u64>, FrequencyError> {
+        if rules.sliding_window_pattern.is_none() {
+            return Ok(None);
+        }
+        match &self.text.sliding_window_pattern {
+            None => Ok(rules.sliding_window_pattern),
+            Some(Pattern::Every(w)) if w.0 > 0 => Ok(Some(w.0)),
+            Some(p) => Err(FrequencyError::InvalidConfigValue {
+                key: "sliding_window_pattern".into(),
+                expected: "a positive whole number where the file has no layer_types \
+                           (transformers computes the layer types from it)",
+                found: match p {
+                    Pattern::Every(w) => w.0.to_string(),
+                    Pattern::Letters(l) => format!("{l:?}"),
+                },
+            }),
+        }
     }
 
     /// Layer kinds from `block_types` where there are no `layer_types` (RecurrentGemma: the

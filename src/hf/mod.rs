@@ -357,3 +357,101 @@ impl Scaling {
         Ok((scaling, theta, partial))
     }
 }
+
+/// Layer indices as ranges: `0-2, 4-6, 8`.
+fn ranges(layers: impl Iterator<Item = usize>) -> String {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for i in layers {
+        match out.last_mut() {
+            Some((_, end)) if *end + 1 == i => *end = i,
+            _ => out.push((i, i)),
+        }
+    }
+    out.iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl std::fmt::Display for LayerRope {
+    /// One line: pair layout, rotated lanes of the head, base, scaling, attention factor,
+    /// M-RoPE sections, and HF's output order where it is not the pairs' own.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.spec;
+        let r = s.rotary_dim.unwrap_or(self.head_dim);
+        let pairs = match s.pair_layout {
+            PairLayout::HalfSplit => "half-split",
+            PairLayout::Interleaved => "interleaved",
+        };
+        write!(
+            f,
+            "{pairs} pairs, {r} of {} lanes, base {}, {} scaling",
+            self.head_dim,
+            s.base,
+            s.scaling.name()
+        )?;
+        // At the original context (no length-dependent switch): the factor HF multiplies
+        // into cos and sin.
+        if let Ok(freq) = s
+            .scaling
+            .frequencies(r.min(u64::from(u32::MAX)) as u32, s.base, 0)
+            && freq.attention_factor != 1.0
+        {
+            write!(f, ", attention factor {:.6}", freq.attention_factor)?;
+        }
+        if s.inverse {
+            write!(f, ", rotated by -angle")?;
+        }
+        if let Some(m) = s.mrope {
+            let kind = if m.interleaved {
+                "interleaved"
+            } else {
+                "contiguous"
+            };
+            write!(f, ", M-RoPE sections {:?} ({kind})", m.section)?;
+        }
+        if self.hf_order == OutputOrder::PairHalves {
+            write!(f, ", HF writes pair halves (OutputOrder::PairHalves)")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for HfRope {
+    /// What `from_config` read: the model type, its QK-norm, and each layer type with its
+    /// layers and RoPE (or none).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} layers", self.model_type, self.layers.len())?;
+        if let Some(n) = self.qk_norm {
+            let w = match n.weight {
+                NormWeight::Scale => "x / rms * w",
+                NormWeight::OnePlus => "x / rms * (1 + w)",
+            };
+            write!(f, ", QK-norm {w} (eps {:e})", n.eps)?;
+        }
+        for (t, (name, rope)) in self.layer_types.iter().enumerate() {
+            let layers = ranges(
+                self.layers
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &k)| k == t)
+                    .map(|(i, _)| i),
+            );
+            if layers.is_empty() {
+                continue;
+            }
+            write!(f, "\n  {name} (layers {layers}): ")?;
+            match rope {
+                Some(r) => write!(f, "{r}")?,
+                None => write!(f, "no RoPE")?,
+            }
+        }
+        Ok(())
+    }
+}

@@ -245,7 +245,13 @@ impl Reader<'_> {
                 .collect();
         }
         let n = self.num_layers()?;
-        let pattern = self.text.sliding_window_pattern.map_or(6, |w| w.0).max(1);
+        let pattern = self
+            .text
+            .sliding_window_pattern
+            .as_ref()
+            .and_then(|p| p.every())
+            .unwrap_or(6)
+            .max(1);
         Ok((0..n)
             .map(|i| usize::from((i + 1).is_multiple_of(pattern) || (last_full && i + 1 == n)))
             .collect())

@@ -58,6 +58,9 @@ pub(super) struct Rules {
     /// The config class's default `num_hidden_layers`.
     pub layers: u64,
     pub gate: Gate,
+    /// Without `layer_types`, every n-th layer is full attention and the others slide (the
+    /// class's own default n, where it derives the layer types so).
+    pub sliding_window_pattern: Option<u64>,
     /// Multi-head latent attention: the rotated head is `qk_rope_head_dim` wide.
     pub mla: bool,
 }

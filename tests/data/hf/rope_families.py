@@ -497,6 +497,18 @@ def reading_rules(rec, text):
     if gate is None:
         return None, ("its layers skip the rotation by a rule of their own: HF rotates layers "
                       f"{[i for i, r in enumerate(rotating) if r][:12]}...")
+    # The layer types the class derives when a file has none: every p-th layer full, the
+    # others sliding (Cohere 2, EXAONE 4, Gemma-style classes), found by asking the class.
+    pattern = None
+    try:
+        probe = list(cls(num_hidden_layers=12).layer_types or [])
+        for p in range(1, 13):
+            want = ["full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(12)]
+            if probe == want and p > 1:
+                pattern = p
+                break
+    except Exception:  # noqa: BLE001 - a class that needs more to instantiate: no pattern
+        pass
     theta = getattr(cls, "default_theta", 10_000.0)
     partial = None if nested else rp.get("partial_rotary_factor")
     return {
@@ -508,6 +520,7 @@ def reading_rules(rec, text):
         "layers": base.num_hidden_layers if hasattr(base, "num_hidden_layers") else n,
         "per_layer_type": per_type,
         "gate": gate,
+        "sliding_window_pattern": pattern,
         "mla": getattr(text, "qk_rope_head_dim", None) is not None,
     }, None
 
@@ -530,6 +543,40 @@ OVERRIDES = {
 # Config classes of encoders and other parts that read no text tokens.
 NOT_TEXT = re.compile(r"Vision|Audio|VQ|Sam|Perceiver|Encoder|Adapter|MaskDecoder|Prompt|Geometry|"
                       r"DETR|Patcher|BigVGAN|Token2Wav|DiT|Tokenizer|CodePredictor")
+
+
+# Published config.json files of real checkpoints (tests/data/hf/configs/, written from the
+# published files as tests/data/hf/README.md says), read through AutoConfig as a user's load
+# reads them.
+CHECKPOINTS = [
+    ("glm-4-9b-chat-hf.json", "THUDM/glm-4-9b-chat-hf"),
+    ("glm-4-9b-0414.json", "THUDM/GLM-4-9B-0414"),
+    ("glm-4.5-air.json", "zai-org/GLM-4.5-Air"),
+    ("c4ai-command-r-v01.json", "CohereForAI/c4ai-command-r-v01"),
+    ("c4ai-command-r7b-12-2024.json", "CohereForAI/c4ai-command-r7b-12-2024"),
+    ("stablelm-2-1_6b.json", "stabilityai/stablelm-2-1_6b"),
+    ("falcon-7b.json", "tiiuae/falcon-7b"),
+    ("olmo-2-1124-7b.json", "allenai/OLMo-2-1124-7B"),
+    ("smollm3-3b.json", "HuggingFaceTB/SmolLM3-3B"),
+    ("granite-3.1-8b-instruct.json", "ibm-granite/granite-3.1-8b-instruct"),
+    ("gemma-2-9b.json", "google/gemma-2-9b"),
+    ("exaone-4.0-32b.json", "LGAI-EXAONE/EXAONE-4.0-32B"),
+    ("ernie-4.5-0.3b-pt.json", "baidu/ERNIE-4.5-0.3B-PT"),
+    ("phi-2.json", "microsoft/phi-2"),
+    ("phi-1_5.json", "microsoft/phi-1_5"),
+]
+
+
+def load_checkpoint(name):
+    import shutil
+    import tempfile
+    from transformers import AutoConfig
+    folder = tempfile.mkdtemp()
+    try:
+        shutil.copy(os.path.join(HERE, "configs", name), os.path.join(folder, "config.json"))
+        return AutoConfig.from_pretrained(folder)
+    finally:
+        shutil.rmtree(folder)
 
 
 def candidates():
@@ -596,6 +643,14 @@ def main():
         if rec["status"] == "read":
             configs[mt] = config_json(cfg, text)
         print(f"{mt}: {rec['status']} {rec.get('reason', '')[:100]}", file=sys.stderr)
+    checkpoints = []
+    for name, hub in CHECKPOINTS:
+        cfg = load_checkpoint(name)
+        rec, _ = one(cfg.model_type, cfg, store)
+        rec["config"] = f"configs/{name}"
+        rec["hub_repo"] = hub
+        checkpoints.append(rec)
+        print(f"{name}: {rec['status']} {rec.get('reason', '')[:100]}", file=sys.stderr)
     outputs = [None] * len(store)
     for k, i in store.items():
         outputs[i] = json.loads(k)
@@ -606,6 +661,7 @@ def main():
         "input_formula": "row i, lane k: sin(0.37 * k + 0.11 * i + 1.0) (float64), i = index of the "
                          "position in the kind's `positions`",
         "families": families,
+        "checkpoints": checkpoints,
         "outputs": outputs,
     }
     with open(os.path.join(HERE, "rope_families.json"), "w") as f:
