@@ -30,8 +30,8 @@ use wgpu_posenc::Dims;
 use wgpu_posenc::capture::{Capture, CapturedPass};
 use wgpu_posenc::{
     ArrayView, CacheIndex, CosSinCache, Dtype, HostPositions, KvCache, Layout, NormWeight,
-    PairLayout, PosEnc, Positions, QkNorm, QkvCall, RopeCall, RopeSpec, Scaling, SinusoidalLayout,
-    SinusoidalSpec, TensorView, reference,
+    OutputOrder, PairLayout, PosEnc, Positions, QkNorm, QkvCall, RopeCall, RopeSpec, Scaling,
+    SinusoidalLayout, SinusoidalSpec, TensorView, reference,
 };
 
 /// WebGPU's default `minStorageBufferOffsetAlignment` (and Dawn's on SwiftShader).
@@ -385,8 +385,13 @@ fn rope_qk(rec: &mut Recorder, name: &str, packed: bool, dtype: Dtype, rng: &mut
 }
 
 /// Out of place: into another buffer, or into the same buffer right after the source.
-fn rope_out_of_place(rec: &mut Recorder, name: &str, same_buffer: bool, rng: &mut Rng) {
-    let spec = RopeSpec::new().rotary_dim(32).base(10_000.0);
+fn rope_out_of_place(
+    rec: &mut Recorder,
+    name: &str,
+    same_buffer: bool,
+    spec: RopeSpec,
+    rng: &mut Rng,
+) {
     let src_layout = Layout::bshd(Dims {
         batch: 1,
         heads: 3,
@@ -673,11 +678,14 @@ fn fused(rec: &mut Recorder, rng: &mut Rng) {
         } else {
             HostPositions::Ids(&ids)
         };
-        let spec = RopeSpec::new().pair_layout(if bf {
-            PairLayout::Interleaved
+        // The bf16 call writes Q out and K in DeepSeek-V3's HF order (PAIR_HALVES).
+        let spec = if bf {
+            RopeSpec::new()
+                .pair_layout(PairLayout::Interleaved)
+                .output_order(OutputOrder::PairHalves)
         } else {
-            PairLayout::HalfSplit
-        });
+            RopeSpec::new().pair_layout(PairLayout::HalfSplit)
+        };
         let widen_as = |x: &[f32]| {
             if bf {
                 widen_bf16(&to_bf16(x))
@@ -734,7 +742,7 @@ fn fused(rec: &mut Recorder, rng: &mut Rng) {
         }
         let dtype = if bf { Dtype::BF16 } else { Dtype::F32 };
         let name = if bf {
-            "fused QKV, bf16, varlen, paged bf16 cache, Q out, QK-norm"
+            "fused QKV, bf16, varlen, paged bf16 cache, Q out and K in pair halves, QK-norm"
         } else {
             "fused QKV, f32, ids, GQA, BHSD cache, Q in place"
         };
@@ -911,11 +919,30 @@ fn recorded() -> &'static Recorder {
         ] {
             rope_qk(&mut rec, name, packed, dtype, &mut rng);
         }
-        rope_out_of_place(&mut rec, "rope out of place, two buffers", false, &mut rng);
+        let out_spec = RopeSpec::new().rotary_dim(32).base(10_000.0);
+        rope_out_of_place(
+            &mut rec,
+            "rope out of place, two buffers",
+            false,
+            out_spec.clone(),
+            &mut rng,
+        );
+        // DeepSeek-V3's HF order (the PAIR_HALVES override), four pairs a lane.
+        rope_out_of_place(
+            &mut rec,
+            "rope out of place, interleaved pairs written as halves",
+            false,
+            out_spec
+                .clone()
+                .pair_layout(PairLayout::Interleaved)
+                .output_order(OutputOrder::PairHalves),
+            &mut rng,
+        );
         rope_out_of_place(
             &mut rec,
             "rope out of place, output right after the source in one buffer",
             true,
+            out_spec,
             &mut rng,
         );
         rope_cache(&mut rec, &mut rng);

@@ -234,9 +234,10 @@ fn cases() -> Vec<Case> {
             q_out: true,
             offset: 3,
             cache_dtype: Dtype::BF16,
+            cache_len: 40,
             ..Case::new(
                 "PairHalves, rotary_dim 6 of 10, one pair an invocation, bf16 cache",
-                [1, 5, 2, 1, 10],
+                [1, 24, 2, 1, 10],
                 Positions::BatchStarts(vec![7]),
             )
         },

@@ -219,8 +219,13 @@ fn worst(kind: &Kind, got: &[f64]) -> f64 {
     worst
 }
 
-#[test]
-fn every_family_reads_and_rotates_as_hf_in_the_reference() {
+/// Every kind rotated by `rotate` (the input, its layout and positions: the crate's in-place
+/// output), against HF's within `tol`; all differences reported together.
+fn compare_all(
+    what: &str,
+    tol: f64,
+    mut rotate: impl FnMut(&Kind, Vec<f64>, Layout, HostPositions<'_>) -> Vec<f64>,
+) {
     let kinds = kinds();
     assert!(kinds.len() >= 150, "{} kinds", kinds.len());
     let mut all = 0.0f64;
@@ -228,17 +233,12 @@ fn every_family_reads_and_rotates_as_hf_in_the_reference() {
     for kind in &kinds {
         let n = kind.positions.len() as u64;
         let layout = Layout::bhsd([1, 1, n, kind.rope.head_dim]);
-        let mut x = input(n as usize, kind.rope.head_dim as usize);
+        let x = input(n as usize, kind.rope.head_dim as usize);
         let mut axes = Vec::new();
-        reference::rope(
-            &kind.rope.spec,
-            &layout,
-            &mut x,
-            positions_of(kind, &mut axes),
-        );
-        let w = worst(kind, &x);
-        if w > REFERENCE_TOL {
-            bad.push(format!("{}: reference vs HF {w:e}", kind.what));
+        let got = rotate(kind, x, layout, positions_of(kind, &mut axes));
+        let w = worst(kind, &got);
+        if w > tol {
+            bad.push(format!("{}: {what} vs HF {w:e}", kind.what));
         }
         all = all.max(w);
     }
@@ -248,43 +248,30 @@ fn every_family_reads_and_rotates_as_hf_in_the_reference() {
         bad.len(),
         bad.join("\n")
     );
-    eprintln!("reference vs HF: max |error| {all:.2e}");
+    eprintln!("{what} vs HF: max |error| {all:.2e}");
+}
+
+#[test]
+fn every_family_reads_and_rotates_as_hf_in_the_reference() {
+    compare_all(
+        "reference",
+        REFERENCE_TOL,
+        |kind, mut x, layout, positions| {
+            reference::rope(&kind.rope.spec, &layout, &mut x, positions);
+            x
+        },
+    );
 }
 
 #[test]
 fn every_family_rotates_as_hf_on_the_gpu() {
-    let ctx = common::ctx();
-    let mut all = 0.0f64;
-    let mut bad = Vec::new();
-    for kind in kinds() {
-        let n = kind.positions.len() as u64;
-        let layout = Layout::bhsd([1, 1, n, kind.rope.head_dim]);
-        let mut x: Vec<f32> = input(n as usize, kind.rope.head_dim as usize)
-            .iter()
-            .map(|&v| v as f32)
-            .collect();
-        let mut axes = Vec::new();
-        ctx.rope_host(
-            &kind.rope.spec,
-            layout,
-            &mut x,
-            positions_of(&kind, &mut axes),
-        )
-        .unwrap_or_else(|e| panic!("{}: {e}", kind.what));
-        let got: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
-        let w = worst(&kind, &got);
-        if w > GPU_TOL {
-            bad.push(format!("{}: GPU vs HF {w:e}", kind.what));
-        }
-        all = all.max(w);
-    }
-    assert!(
-        bad.is_empty(),
-        "{} kinds differ:\n{}",
-        bad.len(),
-        bad.join("\n")
-    );
-    eprintln!("GPU vs HF: max |error| {all:.2e}");
+    compare_all("GPU", GPU_TOL, |kind, x, layout, positions| {
+        let mut x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        common::ctx()
+            .rope_host(&kind.rope.spec, layout, &mut x, positions)
+            .unwrap_or_else(|e| panic!("{}: {e}", kind.what));
+        x.iter().map(|&v| f64::from(v)).collect()
+    });
 }
 
 #[test]

@@ -23,7 +23,7 @@ use super::common::Rng;
 const CONFIGS: usize = 3000;
 
 /// Keys of the top level (or the text config) that transformers reads for RoPE.
-const TOP_KEYS: [&str; 27] = [
+const TOP_KEYS: [&str; 31] = [
     "model_type",
     "rope_theta",
     "rope_scaling",
@@ -51,6 +51,10 @@ const TOP_KEYS: [&str; 27] = [
     "sliding_window_pattern",
     "rms_norm_eps",
     "text_config",
+    "sliding_window",
+    "block_types",
+    "per_layer_config",
+    "cross_attention_layers",
 ];
 
 /// Keys of a rope parameter dict.
@@ -106,7 +110,9 @@ fn data_dir() -> String {
     format!("{}/tests/data/hf", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The fixtures as published and every family's default config as transformers saves it.
+/// The fixtures as published, and every family's default config as transformers saves it
+/// (`family_defaults.json`, and the default configs of every family `rope_families.py`
+/// ran).
 fn bases() -> Vec<Value> {
     let mut out = Vec::new();
     let dir = format!("{}/configs", data_dir());
@@ -126,6 +132,10 @@ fn bases() -> Vec<Value> {
     for (_, f) in d["families"].as_object().expect("families") {
         out.push(f["config"].clone());
     }
+    let text = std::fs::read_to_string(format!("{}/rope_families_configs.json", data_dir()))
+        .expect("rope_families_configs.json");
+    let d: Value = serde_json::from_str(&text).expect("family configs");
+    out.extend(d.as_object().expect("configs").values().cloned());
     out
 }
 

@@ -25,7 +25,6 @@ A family whose language model cannot be rotated here is recorded with the reason
 only in a vision / audio encoder, a 2-D / 3-D rotation, a rotary module that takes no position
 ids, ...).
 """
-import contextlib
 import importlib
 import inspect
 import json
@@ -41,30 +40,14 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import CONFIG_MAPPING  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_rope_golden import float64_mode, make_input  # noqa: E402  (the same input and float64 run)
+
 transformers.utils.logging.set_verbosity_error()
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 POSITIONS = [0, 1, 2, 7, 100, 4095, 4096, 32767, 131071, 1000000]
 NOT_TEXT_ROTARY = ("Vision", "Audio", "DiT", "Talker", "Perceiver", "Encoder", "Time", "Token2Wav", "BigVGAN")
-
-
-def make_input(n, d):
-    return torch.tensor([[math.sin(0.37 * k + 0.11 * i + 1.0) for k in range(d)] for i in range(n)],
-                        dtype=torch.float64)
-
-
-@contextlib.contextmanager
-def float64_mode():
-    saved = (torch.float, torch.float32, torch.Tensor.float, torch.get_default_dtype())
-    torch.float = torch.float64
-    torch.float32 = torch.float64
-    torch.Tensor.float = lambda self, *a, **kw: self.double(*a, **kw)
-    torch.set_default_dtype(torch.float64)
-    try:
-        yield
-    finally:
-        torch.float, torch.float32, torch.Tensor.float = saved[:3]
-        torch.set_default_dtype(saved[3])
 
 
 def modeling_of(cls):
@@ -373,6 +356,9 @@ def read_family(text, store):
             kinds.append({"key": key, "call": call, "layer_type": lt,
                           "head_dim": model._layer_head_dims[i]})
         layers.append([k["key"] for k in kinds].index(key))
+    if not kinds and rot_cls is None:
+        raise Refused(f"{type(model).__name__}, the language model, has no rotary embedding: "
+                      "the family's RoPE rotates its vision or audio encoder's positions")
     if not kinds:
         raise Refused(reason_without_text_rope(text, text_model_module(text)))
     out_kinds = []
@@ -609,9 +595,10 @@ def one(mt, cfg, store):
         if rules is None:
             rec["rules_missing"] = why
     except Refused as e:
-        if "takes no token ids" in str(e) or NOT_TEXT.search(type(text).__name__):
+        own = "takes no token ids" in str(e) or "has no rotary embedding" in str(e)
+        if own or NOT_TEXT.search(type(text).__name__):
             rec["status"] = "not_text"
-            rec["reason"] = (str(e) if "takes no token ids" in str(e) else
+            rec["reason"] = (str(e) if own else
                              f"{type(text).__name__} configures no language model: its rotary embedding "
                              "rotates image patches, audio frames or other non-text positions")
         else:
