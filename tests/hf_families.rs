@@ -334,3 +334,26 @@ fn hf_order_is_written_as_hf_writes_it() {
     assert!(checked >= 10, "{checked} kinds in HF's interleave order");
     eprintln!("{checked} kinds written in HF's interleave order");
 }
+
+#[test]
+fn families_not_read_say_why() {
+    let refused = |config: &str| -> String {
+        let config: serde_json::Value = serde_json::from_str(config).expect("json");
+        match HfRope::from_config(&config) {
+            Err(e @ wgpu_posenc::Error::Frequency(_)) => e.to_string(),
+            other => panic!("{config}: {other:?}"),
+        }
+    };
+    // A vision encoder: its rotary embedding rotates image patches.
+    let e = refused(r#"{"model_type": "pixtral"}"#);
+    assert!(
+        e.contains("transformers 5.24 family") && e.contains("token ids"),
+        "{e}"
+    );
+    // A family whose default config transformers itself cannot run: HF's error is the reason.
+    let e = refused(r#"{"model_type": "glm4v", "text_config": {"model_type": "glm4v_text"}}"#);
+    assert!(e.contains("does not run"), "{e}");
+    // Not a transformers model type at all.
+    let e = refused(r#"{"model_type": "no_such_family"}"#);
+    assert!(e.contains("not a transformers 5.24 family"), "{e}");
+}

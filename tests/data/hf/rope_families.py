@@ -601,10 +601,13 @@ def one(mt, cfg, store):
             rec["reason"] = (str(e) if own else
                              f"{type(text).__name__} configures no language model: its rotary embedding "
                              "rotates image patches, audio frames or other non-text positions")
+        elif str(e).startswith("transformers has no base model class"):
+            rec["status"] = "unverified"
+            rec["reason"] = f"{e} (a part of an encoder-decoder or a larger model), so its rotation is not checked against HF's code"
         else:
             rec["status"] = "unverified"
-            rec["reason"] = (f"{e}; transformers' default config of this family has no layer "
-                             "that rotates, so nothing here is checked against its code")
+            rec["reason"] = (f"{e}: transformers' default config of this family has no layer "
+                             "that rotates, so its rotation is not checked against HF's code")
     except Exception as e:  # noqa: BLE001 - the family's model does not run this way
         rec["status"] = "not_text" if NOT_TEXT.search(type(text).__name__) else "unverified"
         rec["reason"] = ("transformers 5.24 does not run this family's default config "
