@@ -233,11 +233,15 @@ impl Reader<'_> {
                 .or(rules.partial_rotary_factor)
                 .unwrap_or(1.0),
         };
-        let spec = RopeSpec::new()
+        let mut spec = RopeSpec::new()
             .base(base)
             .pair_layout(layout)
             .scaling(scaling)
             .inverse(rules.inverse);
+        if let Some(m) = rules.mrope {
+            let section = dict.mrope_section.map_or(m.section, |s| s.map(|w| w.0));
+            spec = spec.mrope(section, m.interleaved);
+        }
         let mut rope = Self::partial(spec, head_dim, partial)?;
         rope.hf_order = order;
         Ok(rope)

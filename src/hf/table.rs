@@ -61,8 +61,20 @@ pub(super) struct Rules {
     /// Without `layer_types`, every n-th layer is full attention and the others slide (the
     /// class's own default n, where it derives the layer types so).
     pub sliding_window_pattern: Option<u64>,
+    /// M-RoPE: which position axis each pair reads, as the crate's sections (the config's
+    /// `mrope_section` wins over the default here).
+    pub mrope: Option<TableMrope>,
     /// Multi-head latent attention: the rotated head is `qk_rope_head_dim` wide.
     pub mla: bool,
+}
+
+/// A family's M-RoPE, as transformers' rotary module reads the axes.
+#[derive(Clone, Copy, Debug, Deserialize)]
+pub(super) struct TableMrope {
+    /// Pairs per axis (t, h, w) of the default config.
+    pub section: [u64; 3],
+    /// Pairs cycle t, h, w (Qwen3-VL) rather than taking contiguous chunks (Qwen2-VL).
+    pub interleaved: bool,
 }
 
 #[derive(Deserialize)]

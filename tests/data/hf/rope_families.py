@@ -327,6 +327,35 @@ def classify(lanes):
     return None, last
 
 
+def mrope_axes(text, rot_cls, layer_type, layout, r):
+    """For M-RoPE families, the position axis (0 = t, 1 = h, 2 = w) each rotary pair reads,
+    from HF's own rotary module: a token at position 1 on one axis and 0 on the others turns
+    exactly the pairs of that axis. None where the module takes one position per token (its
+    cos then has one row per axis)."""
+    rot = rot_cls(text)
+    x = torch.zeros(1, 1, 1, 8, dtype=torch.float64)
+    params = list(inspect.signature(rot.forward).parameters)
+    turned = []
+    for a in range(3):
+        pos = torch.zeros(3, 1, 1, dtype=torch.int64)
+        pos[a] = 1
+        try:
+            out = rot(x, pos, layer_type) if ("layer_type" in params and layer_type) else rot(x, pos)
+        except Exception:  # noqa: BLE001 - a module that takes no 3-axis positions
+            return None
+        cos = out[0] if isinstance(out, (tuple, list)) else None
+        if cos is None or cos.shape[0] != 1:
+            return None
+        turned.append(cos.reshape(-1))
+    # Lane of pair j in cos: j (rotate_half: cat(freqs, freqs)) or 2j (repeat_interleave).
+    lane = (lambda j: 2 * j) if layout != "half_split" else (lambda j: j)
+    axes = []
+    for j in range(r // 2):
+        hit = [a for a in range(3) if turned[a][lane(j)] != 1.0]
+        axes.append(hit[0] if len(hit) == 1 else 0)  # zero frequency: any axis (t)
+    return axes
+
+
 def reason_without_text_rope(text, m):
     return f"no layer of {type(text).__name__}'s default model calls the rotation"
 
@@ -369,6 +398,7 @@ def read_family(text, store):
             lanes, values = pairing(text, call, lt, rot_cls, width)
             layout, r = classify(lanes)
             turn = direction(lanes, values)
+            axes = mrope_axes(text, rot_cls, lt, layout, r) if layout else None
             pos = positions_for(text)
             try:
                 q_in, res, rot = replay(text, call, lt, pos, rot_cls, width, None)
@@ -395,6 +425,7 @@ def read_family(text, store):
             "pair_layout": layout,
             "direction": turn,
             "rotary_dim": r,
+            "mrope_axis_of_pair": axes,
             "rotary_dim_from_inv_freq": 2 * int(inv.shape[0]) if inv is not None else None,
             "attention_scaling": float(scaling),
             "positions": pos,
@@ -495,6 +526,19 @@ def reading_rules(rec, text):
                 break
     except Exception:  # noqa: BLE001 - a class that needs more to instantiate: no pattern
         pass
+    # M-RoPE: each pair's axis from HF's module; the crate's MRope says it as a section per
+    # axis, in contiguous chunks or cycling t, h, w (tests/hf_families.rs checks the pairs).
+    mrope = None
+    maps = [k["mrope_axis_of_pair"] for k in kinds if k["mrope_axis_of_pair"]]
+    if maps:
+        axes = maps[0]
+        section = [axes.count(a) for a in range(3)]
+        contiguous = axes == sorted(axes)
+        cycling = all(a == j % 3 for j, a in enumerate(axes[:3 * min(section)]))
+        if not (contiguous or cycling):
+            return None, ("M-RoPE whose pairs read the position axes in an order the crate's "
+                          f"sections do not express (HF's axis of each pair: {axes[:24]}...)")
+        mrope = {"section": section, "interleaved": not contiguous}
     theta = getattr(cls, "default_theta", 10_000.0)
     partial = None if nested else rp.get("partial_rotary_factor")
     return {
@@ -507,6 +551,7 @@ def reading_rules(rec, text):
         "per_layer_type": per_type,
         "gate": gate,
         "sliding_window_pattern": pattern,
+        "mrope": mrope,
         "mla": getattr(text, "qk_rope_head_dim", None) is not None,
     }, None
 
@@ -626,8 +671,17 @@ CRATE_REFUSES = {"dory", "glm4_moe"}  # tests/hf_families.rs: REFUSED
 def write_tables(families, checkpoints):
     """The README's family section (between its markers) and tests/data/hf/FAMILIES.md (every
     model type with its status and reason): tables nobody edits by hand."""
-    read = [f for f in families if f["status"] == "read" and f["model_type"] not in CRATE_REFUSES]
-    refused = [f for f in families if f["status"] == "read" and f["model_type"] in CRATE_REFUSES]
+    def crate_refuses(f):
+        key = (f.get("text_model_type") or f["model_type"]).removesuffix("_text")
+        return f["model_type"] in CRATE_REFUSES or (f.get("rules") is None and key not in SPECIAL)
+
+    def why(f):
+        return {"dory": "72 layer types, half of them \"mlp\", a name only its class accepts",
+                "glm4_moe": "its default head_dim 42 with factor 0.5 gives 21 rotary lanes; "
+                            "published GLM-4.5 files read"}.get(f["model_type"], f.get("rules_missing"))
+
+    read = [f for f in families if f["status"] == "read" and not crate_refuses(f)]
+    refused = [f for f in families if f["status"] == "read" and crate_refuses(f)]
     unverified = [f for f in families if f["status"] == "unverified"]
     not_text = [f for f in families if f["status"] == "not_text"]
     halves = [f["model_type"] for f in read
@@ -648,9 +702,7 @@ def write_tables(families, checkpoints):
         f"- **HF writes pair halves** (DeepSeek-V3's interleave; `LayerRope::hf_order`, "
         f"`OutputOrder::PairHalves` out of place): {', '.join(f'`{h}`' for h in halves)}.",
         f"- **Refused, with the reason** ({len(refused)}): "
-        + "; ".join(f"`{f['model_type']}` ({why})" for f, why in zip(refused, [
-            "72 layer types, half of them \"mlp\", a name only its class accepts",
-            "its default head_dim 42 with factor 0.5 gives 21 rotary lanes; published GLM-4.5 files read"]))
+        + "; ".join(f"`{f['model_type']}` ({why(f)[:160]})" for f in refused)
         + ".",
         f"- **Not checked** ({len(unverified)}): transformers {transformers.__version__} does not "
         f"run their default config, or no layer of it rotates (the reason `Error::FamilyNotRead` "
@@ -675,7 +727,7 @@ def write_tables(families, checkpoints):
             "|---|---|---|---|---|---|"]
     for f in families:
         status = f["status"]
-        if status == "read" and f["model_type"] in CRATE_REFUSES:
+        if status == "read" and crate_refuses(f):
             status = "refused by the crate"
         kinds = f.get("kinds") or []
         layouts = ", ".join(sorted({str(k["pair_layout"]) for k in kinds}))
