@@ -319,7 +319,8 @@ def classify(lanes):
         if any(k >= r for k in mixing):
             continue
         if all(lanes[k] == sorted({k, k ^ 1}) for k in mixing):
-            return "interleaved", r
+            # Adjacent pairs say nothing of r: the lanes that turn end where rotation ends.
+            return "interleaved", last + last % 2
         if all(lanes[k] == sorted({k, (k + half) % r}) for k in mixing):
             return "half_split", r
         if all(lanes[k] == sorted({k // 2, k // 2 + half}) for k in mixing):
@@ -569,6 +570,12 @@ OVERRIDES = {
     "step3p7": {"text_config": {"sliding_window": 4096}},
     "hunyuan_vl": {"text_config": {"head_dim": 128}},
     "hunyuan_vl_text": {"head_dim": 128},
+    # partial_rotary_factor absent: the rotary module's M-RoPE sections [8, 12, 12] then do
+    # not fit its 64 frequencies (the published files set 0.5).
+    "glm4v": {"text_config": {"partial_rotary_factor": 0.5}},
+    "glm4v_text": {"partial_rotary_factor": 0.5},
+    "glm_image": {"text_config": {"partial_rotary_factor": 0.5}},
+    "glm_image_text": {"partial_rotary_factor": 0.5},
 }
 
 # Config classes of encoders and other parts that read no text tokens.
