@@ -29,8 +29,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngSeed};
 use wgpu_posenc::Dims;
 use wgpu_posenc::{
-    ArrayView, CosSinCache, Dtype, HostPositions, Layout, PairLayout, Positions, RopeCall,
-    RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+    ArrayView, CosSinCache, Dtype, HostPositions, Layout, OutputOrder, PairLayout, Positions,
+    RopeCall, RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
 };
 
 /// Calls made, and calls that ran and were compared with the reference (the rest returned
@@ -160,9 +160,10 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         any::<bool>(),
         scaling_strategy(),
         prop_oneof![6 => Just(None), 1 => (0u64..5000).prop_map(Some)],
+        prop_oneof![5 => Just(OutputOrder::Pairs), 1 => Just(OutputOrder::PairHalves)],
     )
         .prop_map(
-            |(interleaved, rotary_dim, base, inverse, scaling, seq_len)| {
+            |(interleaved, rotary_dim, base, inverse, scaling, seq_len, order)| {
                 let mut spec = RopeSpec::new()
                     .pair_layout(if interleaved {
                         PairLayout::Interleaved
@@ -171,7 +172,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                     })
                     .base(base)
                     .inverse(inverse)
-                    .scaling(scaling);
+                    .scaling(scaling)
+                    .output_order(order);
                 spec.rotary_dim = rotary_dim;
                 spec.scaling_seq_len = seq_len;
                 spec
@@ -247,6 +249,21 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                 }
             },
         )
+}
+
+/// HF's pair-halves order is written only out of place, over interleaved pairs: any other
+/// RoPE call with it that ran is a failure.
+fn refuses_order(case: &Case, ran: bool) -> Result<(), String> {
+    let rope = matches!(
+        case.entry,
+        Entry::Rope | Entry::RopeQk | Entry::RopeOut | Entry::RopeCache | Entry::RopeHost
+    );
+    let allowed =
+        matches!(case.entry, Entry::RopeOut) && case.spec.pair_layout == PairLayout::Interleaved;
+    if ran && rope && case.spec.output_order == OutputOrder::PairHalves && !allowed {
+        return Err(format!("{:?} ran in PairHalves order", case.entry));
+    }
+    Ok(())
 }
 
 /// A view's data: random values in its rows, poison elsewhere (`pad` extra elements).
@@ -397,6 +414,7 @@ fn run_case(case: &Case) -> Result<bool, String> {
                     };
                 }
             };
+            refuses_order(case, result.is_ok())?;
             if result.is_err() {
                 if out
                     .iter()
@@ -478,6 +496,7 @@ fn run_case(case: &Case) -> Result<bool, String> {
                 ),
                 _ => ctx().encode_sinusoidal_add(&mut encoder, &sin_spec, &view, pos, case.scale),
             };
+            refuses_order(case, result.is_ok())?;
             if result.is_err() {
                 return Ok(false); // nothing was submitted
             }

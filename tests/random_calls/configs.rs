@@ -234,8 +234,16 @@ fn read(config: &Value) -> Result<bool, String> {
     if let Some(&t) = rope.layers.iter().find(|&&t| t >= rope.layer_types.len()) {
         return Err(format!("layer type {t} of {}", rope.layer_types.len()));
     }
+    // What hf_spec prints of it: no panic whatever was read.
+    let _ = rope.to_string();
     for (_, layer) in &rope.layer_types {
         if let Some(layer) = layer {
+            // HF's output lane of every lane is a lane of the head.
+            if let Some(l) =
+                (0..layer.head_dim.min(1 << 12)).find(|&l| layer.hf_lane(l) >= layer.head_dim)
+            {
+                return Err(format!("hf_lane({l}) past head_dim {}", layer.head_dim));
+            }
             // Whatever the reader accepted, the spec's own checks decide: no panic.
             let _ = layer.spec.angle_words(layer.head_dim, 4096);
             let _ = RopeSpec::from_hf_config(config, layer.head_dim);

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use wgpu_posenc::reference::{self, HostCacheIndex};
 use wgpu_posenc::{
-    ArrayView, CacheIndex, Dims, Dtype, HostPositions, KvCache, Layout, NormWeight, Positions,
-    QkNorm, QkvCall, RopeSpec, Scaling, TensorView,
+    ArrayView, CacheIndex, Dims, Dtype, HostPositions, KvCache, Layout, NormWeight, OutputOrder,
+    Positions, QkNorm, QkvCall, RopeSpec, Scaling, TensorView,
 };
 
 use super::common::{self, Elements, ctx, u32_buffer};
@@ -70,15 +70,17 @@ pub fn fused_strategy() -> impl Strategy<Value = FusedCase> {
             1 => Just(Scaling::DynamicNtk { factor: 2.0, original_max_position_embeddings: 8 }),
         ],
         prop_oneof![3 => Just(None), 1 => (1u64..64).prop_map(Some)],
+        prop_oneof![4 => Just(OutputOrder::Pairs), 1 => Just(OutputOrder::PairHalves)],
     )
-        .prop_map(|(interleaved, rotary_dim, scaling, seq_len)| {
+        .prop_map(|(interleaved, rotary_dim, scaling, seq_len, order)| {
             let mut spec = RopeSpec::new()
                 .pair_layout(if interleaved {
                     wgpu_posenc::PairLayout::Interleaved
                 } else {
                     wgpu_posenc::PairLayout::HalfSplit
                 })
-                .scaling(scaling);
+                .scaling(scaling)
+                .output_order(order);
             spec.rotary_dim = rotary_dim;
             spec.scaling_seq_len = seq_len;
             spec
@@ -288,7 +290,17 @@ pub fn run_fused(c: &FusedCase) -> Result<bool, String> {
         call = call.with_qk_norm(norm);
     }
     let mut encoder = ctx().device().create_command_encoder(&Default::default());
-    if ctx().encode_qkv(&mut encoder, &c.spec, &call).is_err() {
+    let result = ctx().encode_qkv(&mut encoder, &c.spec, &call);
+    // HF's pair-halves order needs Q out (K goes to its cache) and interleaved pairs.
+    if c.spec.output_order == OutputOrder::PairHalves
+        && (!c.q_out || c.spec.pair_layout != wgpu_posenc::PairLayout::Interleaved)
+        && result.is_ok()
+    {
+        return Err(
+            "a fused call in PairHalves order ran with Q in place or half-split pairs".into(),
+        );
+    }
+    if result.is_err() {
         return Ok(false); // nothing was submitted
     }
     ctx().queue().submit([encoder.finish()]);
