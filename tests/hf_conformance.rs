@@ -10,6 +10,8 @@
 
 mod common;
 
+use common::{hf_data, u32s};
+
 use serde_json::Value;
 use wgpu_posenc::{HfRope, HostPositions, Layout, RopeSpec, reference};
 
@@ -17,12 +19,6 @@ use wgpu_posenc::{HfRope, HostPositions, Layout, RopeSpec, reference};
 const REFERENCE_TOL: f64 = 1e-9;
 /// Against the GPU's (f32 storage and arithmetic).
 const GPU_TOL: f64 = 1e-6;
-
-fn data(path: &str) -> Value {
-    let full = format!("{}/tests/data/hf/{path}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{full}: {e}"))
-}
 
 fn rows(v: &Value) -> Vec<Vec<f64>> {
     v.as_array()
@@ -35,14 +31,6 @@ fn rows(v: &Value) -> Vec<Vec<f64>> {
                 .map(|x| x.as_f64().expect("number"))
                 .collect()
         })
-        .collect()
-}
-
-fn u32s(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .expect("positions")
-        .iter()
-        .map(|x| x.as_u64().expect("position") as u32)
         .collect()
 }
 
@@ -59,11 +47,11 @@ struct Case {
 }
 
 fn cases() -> Vec<Case> {
-    let golden = data("hf_rope_golden.json");
+    let golden = hf_data("hf_rope_golden.json");
     let mut out = Vec::new();
     for model in golden["models"].as_array().expect("models") {
         let name = model["name"].as_str().expect("name");
-        let config = data(model["config"].as_str().expect("config"));
+        let config = hf_data(model["config"].as_str().expect("config"));
         let rope = HfRope::from_config(&config).unwrap_or_else(|e| panic!("{name}: {e}"));
         for case in model["cases"].as_array().expect("cases") {
             let label = case["label"].as_str().unwrap_or("");
@@ -166,7 +154,7 @@ fn gpu_rotations_match_hf() {
 #[test]
 fn per_layer_models_give_each_layer_its_spec() {
     // Gemma 3 1B: local layers base 10000, every 6th layer global with base 1e6.
-    let gemma = HfRope::from_config(&data("configs/gemma-3-1b-it.json")).expect("gemma");
+    let gemma = HfRope::from_config(&hf_data("configs/gemma-3-1b-it.json")).expect("gemma");
     assert_eq!(gemma.layers.len(), 26);
     for i in 0..26 {
         let base = gemma
@@ -177,26 +165,27 @@ fn per_layer_models_give_each_layer_its_spec() {
         let want = if (i + 1) % 6 == 0 { 1e6 } else { 1e4 };
         assert_eq!(base, want, "layer {i}");
     }
-    let err = RopeSpec::from_hf_config(&data("configs/gemma-3-1b-it.json"), 256).unwrap_err();
+    let err = RopeSpec::from_hf_config(&hf_data("configs/gemma-3-1b-it.json"), 256).unwrap_err();
     assert!(
         matches!(err, wgpu_posenc::Error::PerLayerRope { .. }),
         "{err}"
     );
     // Llama 4 Scout: NoPE on every 4th layer, the others interleaved with llama3 scaling.
-    let scout = HfRope::from_config(&data("configs/llama-4-scout-17b-16e.json")).expect("llama4");
+    let scout =
+        HfRope::from_config(&hf_data("configs/llama-4-scout-17b-16e.json")).expect("llama4");
     assert_eq!(scout.layers.len(), 48);
     for i in 0..48 {
         assert_eq!(scout.layer(i).is_none(), (i + 1) % 4 == 0, "layer {i}");
     }
     // gpt-oss: sliding and full layers rotate alike, so one spec serves.
-    let oss = RopeSpec::from_hf_config(&data("configs/gpt-oss-20b.json"), 64).expect("gpt-oss");
+    let oss = RopeSpec::from_hf_config(&hf_data("configs/gpt-oss-20b.json"), 64).expect("gpt-oss");
     assert_eq!(oss.base, 150_000.0);
 }
 
 #[test]
 fn head_dim_comes_from_the_config() {
     // Pythia-410m: head 64, rotary_pct 0.25: 16 lanes rotate; base from rotary_emb_base.
-    let pythia = data("configs/pythia-410m.json");
+    let pythia = hf_data("configs/pythia-410m.json");
     let spec = RopeSpec::from_hf_config(&pythia, 64).expect("pythia");
     assert_eq!(spec.rotary_dim, Some(16));
     let err = RopeSpec::from_hf_config(&pythia, 128).unwrap_err();
@@ -212,9 +201,9 @@ fn head_dim_comes_from_the_config() {
         "{err}"
     );
     // DeepSeek-V2-Lite rotates the 64 q_pe lanes, interleaved.
-    let ds = RopeSpec::from_hf_config(&data("configs/deepseek-v2-lite.json"), 64).expect("ds");
+    let ds = RopeSpec::from_hf_config(&hf_data("configs/deepseek-v2-lite.json"), 64).expect("ds");
     assert_eq!(ds.pair_layout, wgpu_posenc::PairLayout::Interleaved);
-    assert!(RopeSpec::from_hf_config(&data("configs/deepseek-v2-lite.json"), 192).is_err());
+    assert!(RopeSpec::from_hf_config(&hf_data("configs/deepseek-v2-lite.json"), 192).is_err());
 }
 
 #[test]
@@ -255,7 +244,7 @@ fn a_cos_sin_cache_built_by_hf_is_used_as_given() {
     // HF's rotary modules return cos and sin with the attention factor in them (Qwen2.5 YaRN
     // x1.1386, Phi-3 LongRoPE x1.1902): a cache of them replaces the spec's angles, factor
     // included, so the rotation is HF's.
-    let doc = data("hf_cos_sin_cache.json");
+    let doc = hf_data("hf_cos_sin_cache.json");
     let ctx = common::ctx();
     for case in doc["cases"].as_array().expect("cases") {
         let name = case["name"].as_str().expect("name");
@@ -272,7 +261,7 @@ fn a_cos_sin_cache_built_by_hf_is_used_as_given() {
         let ids = u32s(&case["ids"]);
         let input = flat("input");
         let output: Vec<f64> = rows(&case["output"]).into_iter().flatten().collect();
-        let spec = RopeSpec::from_hf_config(&data(case["config"].as_str().expect("config")), r)
+        let spec = RopeSpec::from_hf_config(&hf_data(case["config"].as_str().expect("config")), r)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let layout = Layout::bhsd([1, 1, ids.len() as u64, r]);
         let (cos_buf, sin_buf, id_buf) = (

@@ -12,6 +12,8 @@
 
 mod common;
 
+use common::{hf_data, u32s};
+
 use serde_json::Value;
 use wgpu_posenc::{
     ArrayView, HfRope, HostPositions, LayerRope, Layout, OutputOrder, Positions, RopeCall,
@@ -30,12 +32,6 @@ const REFUSED: &[(&str, &str)] = &[
 ];
 const GPU_TOL: f64 = 1e-6;
 
-fn data(path: &str) -> Value {
-    let full = format!("{}/tests/data/hf/{path}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{full}: {e}"))
-}
-
 /// The generator's input: row i, lane k.
 fn input(n: usize, d: usize) -> Vec<f64> {
     (0..n)
@@ -52,18 +48,10 @@ struct Kind {
     want: Vec<f64>,
 }
 
-fn u32s(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| x.as_u64().expect("whole") as u32)
-        .collect()
-}
-
 /// Reads every family HF rotates; checks the layers; returns each (family, kind) to rotate.
 fn kinds() -> Vec<Kind> {
-    let doc = data("rope_families.json");
-    let configs = data("rope_families_configs.json");
+    let doc = hf_data("rope_families.json");
+    let configs = hf_data("rope_families_configs.json");
     let outputs = doc["outputs"].as_array().expect("outputs");
     let mut out = Vec::new();
     let mut failures = Vec::new();
@@ -109,7 +97,7 @@ fn kinds() -> Vec<Kind> {
     for rec in doc["checkpoints"].as_array().expect("checkpoints") {
         let path = rec["config"].as_str().expect("config");
         assert_eq!(rec["status"], "read", "{path}: HF did not run it");
-        match check_family(rec, &data(path), outputs) {
+        match check_family(rec, &hf_data(path), outputs) {
             Ok(k) => {
                 files += 1;
                 out.extend(k.into_iter().map(|mut k| {

@@ -10,18 +10,12 @@
 
 mod common;
 
-use common::{ctx, f32_buffer, poison, u32_buffer};
+use common::{ctx, f32_buffer, hf_data, poison, u32_buffer};
 use serde_json::Value;
 use wgpu_posenc::{
     ArrayView, CacheIndex, Dims, HfRope, HostPositions, KvCache, Layout, NormWeight, Positions,
     QkNorm, QkvCall, TensorView, reference,
 };
-
-fn data(path: &str) -> Value {
-    let full = format!("{}/tests/data/hf/{path}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{full}: {e}"))
-}
 
 /// A nested JSON array of numbers, flattened.
 fn flat(v: &Value) -> Vec<f64> {
@@ -41,11 +35,11 @@ fn read(b: &wgpu::Buffer) -> Vec<f64> {
 
 #[test]
 fn fused_qk_norm_and_rope_match_hf() {
-    let golden = data("hf_qk_norm_golden.json");
+    let golden = hf_data("hf_qk_norm_golden.json");
     for case in golden["cases"].as_array().expect("cases") {
         let name = format!("{} {}", case["config"], case["layer_type"]);
         let rope =
-            HfRope::from_config(&data(case["config"].as_str().expect("path"))).expect("config");
+            HfRope::from_config(&hf_data(case["config"].as_str().expect("path"))).expect("config");
         let layer = match case["layer_type"].as_str() {
             Some(t) => rope.layer_type(t).expect("layer type"),
             None => rope.only().expect("one RoPE"),
@@ -285,7 +279,7 @@ fn gpu_matches_hf(c: &GpuCase<'_>) {
 
 #[test]
 fn the_qk_norm_of_each_family_is_read_from_its_config() {
-    let norm = |path: &str| HfRope::from_config(&data(path)).expect(path).qk_norm;
+    let norm = |path: &str| HfRope::from_config(&hf_data(path)).expect(path).qk_norm;
     let scale = Some(wgpu_posenc::HfQkNorm {
         weight: NormWeight::Scale,
         eps: 1e-6,

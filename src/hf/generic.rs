@@ -206,17 +206,11 @@ impl Reader<'_> {
         } else if rules.mla {
             self.text.qk_rope_head_dim.map_or(64, |w| w.0)
         } else {
-            match (
-                self.text.head_dim,
-                self.text.hidden_size,
-                self.text.num_attention_heads,
-            ) {
-                (Some(d), ..) => d.0,
-                (None, Some(h), Some(n)) if n.0 > 0 && rules.head_dim.is_none() => h.0 / n.0,
-                _ => match rules.head_dim {
-                    Some(d) => d,
-                    None => self.head_dim(None)?,
-                },
+            // A class with a head_dim default of its own keeps it when the file has none;
+            // otherwise hidden_size / num_attention_heads, as `__post_init__` derives it.
+            match (self.text.head_dim, rules.head_dim) {
+                (None, Some(d)) => d,
+                _ => self.head_dim(None)?,
             }
         };
         let (layout, order) = match rules.layout {

@@ -28,11 +28,9 @@ ids, ...).
 import importlib
 import inspect
 import json
-import math
 import os
 import re
 import sys
-import traceback
 import warnings
 
 warnings.filterwarnings("ignore")
@@ -41,7 +39,7 @@ import transformers  # noqa: E402
 from transformers import CONFIG_MAPPING  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_rope_golden import float64_mode, make_input  # noqa: E402  (the same input and float64 run)
+from hf_rope_golden import float64_mode, jsonable, load_config, make_input  # noqa: E402  (shared)
 
 transformers.utils.logging.set_verbosity_error()
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -60,34 +58,10 @@ def rotary_classes(m):
     return sorted(rots, key=lambda r: any(w in r.__name__ for w in NOT_TEXT_ROTARY))
 
 
-def jsonable(v):
-    if isinstance(v, dict):
-        return {str(k): jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [jsonable(x) for x in v]
-    if isinstance(v, (int, float, str, bool)) or v is None:
-        return v
-    return repr(v)
-
-
 def attention_classes(m):
     return [o for n, o in vars(m).items()
             if inspect.isclass(o) and o.__module__ == m.__name__ and n.endswith("Attention")
             and issubclass(o, torch.nn.Module)]
-
-
-def apply_names(m):
-    """The rotation functions the attention classes of module m call, in order of first use."""
-    names = []
-    for a in attention_classes(m):
-        try:
-            src = inspect.getsource(a.forward)
-        except (OSError, TypeError):
-            continue
-        for name in re.findall(r"\b((?:apply|_apply)_rotary\w*|apply_multidimensional_rope)\(", src):
-            if name not in names and callable(getattr(m, name, None)):
-                names.append(name)
-    return names
 
 
 SEQ = 5  # the meta run's sequence length (an axis of this size is the sequence axis)
@@ -100,7 +74,6 @@ def text_model_module(text):
 def base_model_class(text, m):
     """The text config's base model: AutoModel's class for it, else the modeling module's
     `PreTrainedModel` of that config class with input embeddings (no head)."""
-    from transformers import AutoModel
     from transformers.models.auto.modeling_auto import MODEL_MAPPING
     try:
         return MODEL_MAPPING[type(text)]
@@ -226,7 +199,7 @@ def rotary_forward(rot, x, pos, layer_type):
     return rot(x, position_ids)
 
 
-def replay(text, call, layer_type, pos, rot_cls, width, out_pos):
+def replay(text, call, layer_type, pos, rot_cls, width):
     """HF's rotation of the fixed input at positions `pos`, through the recorded call."""
     m = text_model_module(text)
     name, q_shape, shapes, other = call
@@ -299,7 +272,7 @@ def replay_input(text, call, layer_type, pos, rot_cls, width, q_in):
     saved = make_input
     make_input = lambda n, d: q_in  # noqa: E731
     try:
-        return replay(text, call, layer_type, pos, rot_cls, width, None)
+        return replay(text, call, layer_type, pos, rot_cls, width)
     finally:
         make_input = saved
 
@@ -402,11 +375,11 @@ def read_family(text, store):
             axes = mrope_axes(text, rot_cls, lt, layout, r) if layout else None
             pos = positions_for(text)
             try:
-                q_in, res, rot = replay(text, call, lt, pos, rot_cls, width, None)
+                q_in, res, rot = replay(text, call, lt, pos, rot_cls, width)
             except Exception:  # noqa: BLE001 - a table of fewer rows (GPT-J): positions within it
                 mp = getattr(text, "max_position_embeddings", None) or getattr(text, "n_positions", 2048)
                 pos = [p for p in pos if p < mp]
-                q_in, res, rot = replay(text, call, lt, pos, rot_cls, width, None)
+                q_in, res, rot = replay(text, call, lt, pos, rot_cls, width)
         rows = [[float(f"{v:.12g}") for v in row] for row in res.tolist()]
         key = json.dumps(rows, separators=(",", ":"))
         if key not in store:
@@ -446,24 +419,6 @@ def config_json(cfg, text):
     if text is cfg:
         return t
     return {"model_type": cfg.model_type, "text_config": t}
-
-
-def field_defaults(cls):
-    """The class's own defaults for the keys RoPE reading depends on (before __post_init__)."""
-    import dataclasses
-    out = {"default_theta": getattr(cls, "default_theta", None)}
-    if dataclasses.is_dataclass(cls):
-        for f in dataclasses.fields(cls):
-            if f.name in ("head_dim", "partial_rotary_factor", "rope_parameters", "rope_theta",
-                          "hidden_size", "num_attention_heads", "num_hidden_layers",
-                          "max_position_embeddings", "qk_rope_head_dim", "rotary_pct",
-                          "rotary_emb_base", "rotary_dim", "sliding_window"):
-                v = f.default
-                if v is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
-                    v = f.default_factory()
-                out[f.name] = jsonable(v) if v is not dataclasses.MISSING else "<required>"
-    out["attribute_map"] = dict(getattr(cls, "attribute_map", {}) or {})
-    return out
 
 
 NON_ATTENTION = ("linear_attention", "conv")
@@ -606,15 +561,7 @@ CHECKPOINTS = [
 
 
 def load_checkpoint(name):
-    import shutil
-    import tempfile
-    from transformers import AutoConfig
-    folder = tempfile.mkdtemp()
-    try:
-        shutil.copy(os.path.join(HERE, "configs", name), os.path.join(folder, "config.json"))
-        return AutoConfig.from_pretrained(folder)
-    finally:
-        shutil.rmtree(folder)
+    return load_config(f"configs/{name}")[0]
 
 
 def candidates():
@@ -638,7 +585,6 @@ def one(mt, cfg, store):
         text = cfg
     rec["text_model_type"] = getattr(text, "model_type", None)
     rec["text_config_class"] = type(text).__name__
-    rec["class_defaults"] = field_defaults(type(text))
     try:
         rec.update(read_family(text, store))
         rec["status"] = "read"
