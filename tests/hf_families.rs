@@ -378,3 +378,31 @@ fn families_not_read_say_why() {
     let e = refused(r#"{"model_type": "no_such_family"}"#);
     assert!(e.contains("not a transformers 5.24 family"), "{e}");
 }
+
+#[test]
+fn a_head_dim_for_every_layer_reads_in_one_pass() {
+    // EmbeddingGemma 2 with HfRope::MAX_LAYERS layers, each with a head_dim of its own: as
+    // many layer types as layers, each layer with its own (the first key naming a layer wins).
+    let mut config = hf_data("rope_families_configs.json")["embedding_gemma2"].clone();
+    let text = config["text_config"].as_object_mut().expect("text_config");
+    let n = HfRope::MAX_LAYERS as usize;
+    let dim = |i: usize| 2 * (i % 1000 + 1) as u64;
+    let mut per = serde_json::Map::new();
+    per.insert("7".into(), serde_json::json!({ "head_dim": 4 }));
+    for i in 0..n {
+        per.insert(format!("{i:02}"), serde_json::json!({ "head_dim": dim(i) }));
+    }
+    text.insert("num_hidden_layers".into(), n.into());
+    text.insert("layer_types".into(), vec!["sliding_attention"; n].into());
+    text.insert("per_layer_config".into(), per.into());
+    let rope = HfRope::from_config(&config).expect("read");
+    assert_eq!(rope.layers.len(), n);
+    assert_eq!(rope.layer_types.len(), 1000);
+    for i in [0, 5, 7, 999, 1000, n - 1] {
+        assert_eq!(
+            rope.layer(i).expect("rotates").head_dim,
+            dim(i),
+            "layer {i}"
+        );
+    }
+}

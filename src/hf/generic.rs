@@ -1,6 +1,8 @@
 //! Families read by the table's rules (`table.rs`): the common pipeline of
 //! `modeling_rope_utils.py` with each family's class defaults, pair layout and layer gate.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::Value;
 
 use super::config::{Pattern, RopeDict, parse, truthy};
@@ -34,24 +36,28 @@ impl Reader<'_> {
             },
         };
         let rotates = self.gate(rules, &kinds)?;
+        let head_dims = self.layer_head_dims(n)?;
         let mut layer_types: Vec<(String, Option<LayerRope>)> = Vec::new();
+        // Each layer type's index by name: a config may give every layer a type of its own.
+        let mut index: HashMap<String, usize> = HashMap::new();
         let mut layers = Vec::with_capacity(n);
         for (i, &kind) in kinds.iter().enumerate() {
             let rope = rotates[i];
-            let head_dim = self.layer_head_dim(i)?;
+            let head_dim = head_dims[i];
             let name = match (rope, head_dim) {
                 (true, None) => kind.to_string(),
                 (true, Some(d)) => format!("{kind} (head_dim {d})"),
                 (false, _) => format!("{kind} (no RoPE)"),
             };
-            let t = match layer_types.iter().position(|(n, _)| *n == name) {
-                Some(t) => t,
+            let t = match index.get(&name) {
+                Some(&t) => t,
                 None => {
                     let layer = if rope {
                         Some(self.rules_layer(rules, kind, head_dim)?)
                     } else {
                         None
                     };
+                    index.insert(name.clone(), layer_types.len());
                     layer_types.push((name, layer));
                     layer_types.len() - 1
                 }
@@ -72,7 +78,12 @@ impl Reader<'_> {
         let attention = |k: &str| !NON_ATTENTION.contains(&k);
         let listed: Vec<bool> = t.no_rope_layers.iter().flatten().map(truthy).collect();
         let interval = t.no_rope_layer_interval.map_or(4, |w| w.0).max(1);
-        let cross = t.cross_attention_layers.clone().unwrap_or_default();
+        let cross: HashSet<u64> = t
+            .cross_attention_layers
+            .iter()
+            .flatten()
+            .map(|w| w.0)
+            .collect();
         Ok(kinds
             .iter()
             .enumerate()
@@ -92,7 +103,7 @@ impl Reader<'_> {
                                 listed.get(i).copied().unwrap_or(true)
                             }
                         }
-                        Gate::NotCrossAttention => !cross.iter().any(|c| c.0 == i as u64),
+                        Gate::NotCrossAttention => !cross.contains(&(i as u64)),
                     }
             })
             .collect())
@@ -162,26 +173,24 @@ impl Reader<'_> {
             .collect())
     }
 
-    /// Layer `i`'s own head_dim where `per_layer_config` gives one (Gemma-style global
-    /// layers: `{"05": {"head_dim": 512}}`).
-    fn layer_head_dim(&self, i: usize) -> Result<Option<u64>, FrequencyError> {
-        let Some(per) = &self.text.per_layer_config else {
-            return Ok(None);
-        };
-        for (key, v) in per {
-            if key.parse::<usize>().ok() == Some(i)
-                && let Some(d) = v.get("head_dim")
-            {
-                return match d.as_u64() {
-                    Some(d) => Ok(Some(d)),
-                    None => Err(FrequencyError::ConfigKeyType {
-                        key: format!("per_layer_config.{key}.head_dim"),
-                        message: format!("expected a whole number, found {d}"),
-                    }),
-                };
-            }
+    /// Each of the `n` layers' own head_dim where `per_layer_config` gives one (Gemma-style
+    /// global layers: `{"05": {"head_dim": 512}}`), read in one pass.
+    fn layer_head_dims(&self, n: usize) -> Result<Vec<Option<u64>>, FrequencyError> {
+        let mut dims = vec![None; n];
+        for (key, v) in self.text.per_layer_config.iter().flatten() {
+            let (Some(i), Some(d)) = (key.parse::<usize>().ok(), v.get("head_dim")) else {
+                continue;
+            };
+            // The first key naming a layer wins ("05" before "5").
+            let Some(slot @ None) = dims.get_mut(i) else {
+                continue;
+            };
+            *slot = Some(d.as_u64().ok_or_else(|| FrequencyError::ConfigKeyType {
+                key: format!("per_layer_config.{key}.head_dim"),
+                message: format!("expected a whole number, found {d}"),
+            })?);
         }
-        Ok(None)
+        Ok(dims)
     }
 
     /// The RoPE of one layer kind of a table family (`own_head_dim`: the layer's own).
