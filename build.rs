@@ -5,10 +5,11 @@
 //! `#ifndef NAME`, `#else` and `#endif` keep lines for some variants only. A variant's defines
 //! are its kernel (`rope`, `sinusoidal`), pair layout (`interleaved`, `halfsplit`), width
 //! (`x1`, `x4`) and storage dtype (`f32`, `f16`, `bf16`), and for the fused QKV kernel
-//! (`fused`) also the KV cache's dtype (`cache_f32`, …); everything else a variant varies is
+//! (`fused`) also the KV cache's dtype (`cache_f32`, …) and how its QK-norm sums a head
+//! (`barrier`, `subgroups`); everything else a variant varies is
 //! an override constant set at pipeline creation. The composed sources land in
 //! `$OUT_DIR/shaders.rs` as `SOURCES[kernel][pair layout][width][dtype]` and
-//! `FUSED[pair layout][width][dtype][cache dtype]`, in the orders of the lists below (which
+//! `FUSED[pair layout][width][dtype][cache dtype][reduction]`, in the orders of the lists below (which
 //! `Specialization::source` in `src/kernels/mod.rs` indexes by). A missing file, an unknown
 //! directive, an unbalanced `#ifdef`, or a file under `shaders/` no variant uses fails the
 //! build. naga validates every variant in `tests/shaders.rs`.
@@ -29,6 +30,9 @@ const WIDTHS: [&str; 2] = ["x1", "x4"];
 const DTYPES: [&str; 3] = ["f32", "f16", "bf16"];
 /// The KV cache's storage types of the fused QKV kernel.
 const CACHE_DTYPES: [&str; 3] = ["cache_f32", "cache_f16", "cache_bf16"];
+/// How the fused QKV kernel's QK-norm adds a head's sums: workgroup memory and a barrier,
+/// or subgroup shuffles (`enable subgroups;`, where the device has `Features::SUBGROUP`).
+const REDUCTIONS: [&str; 2] = ["barrier", "subgroups"];
 /// Standalone shaders, read whole by the code that uses them.
 const STANDALONE: [&str; 1] = ["identity"];
 /// The exported modules: entry file, the name of its constant, and the functions and
@@ -91,9 +95,9 @@ fn main() {
     );
     table(
         "FUSED",
-        "[pair layout][width][dtype][cache dtype]",
+        "[pair layout][width][dtype][cache dtype][reduction]",
         Some("fused"),
-        &[&PAIR_LAYOUTS, &WIDTHS, &DTYPES, &CACHE_DTYPES],
+        &[&PAIR_LAYOUTS, &WIDTHS, &DTYPES, &CACHE_DTYPES, &REDUCTIONS],
     );
     for (entry, constant, roots) in EXPORTS {
         let mut source = String::new();

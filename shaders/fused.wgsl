@@ -12,11 +12,13 @@
 // elements is stored, so the lane groups of one token go to T = `params.groups`
 // invocations of one workgroup (a power of two dividing it), each owning one or two
 // (`span`) lane groups: an invocation loads its groups of a head once into registers and
-// sums their squares, the token's invocations add their sums through workgroup memory in a
-// fixed order (one barrier per head), and each then stores its groups normalized and
-// rotated. Every element is read from memory once per call, the norm's factors once per
-// invocation, and since all loads of a head come before the barrier and all stores after
-// it, Q can be rewritten in place.
+// sums their squares, the token's invocations add their sums in a fixed order
+// (`token_sum`: through workgroup memory with one barrier per head, or, in the `subgroups`
+// variant, where the adapter's smallest subgroup holds the T invocations, by subgroup
+// shuffles without a barrier), and each then stores its groups normalized and rotated.
+// Every element is read from memory once per call, the norm's factors once per invocation,
+// and since all loads of a head come before the sum and all stores after it, Q can be
+// rewritten in place.
 
 #ifdef f16
 enable f16;
@@ -24,6 +26,9 @@ enable f16;
 #ifdef cache_f16
 enable f16;
 #endif
+#endif
+#ifdef subgroups
+enable subgroups;
 #endif
 #import common
 #import dtype
@@ -233,9 +238,40 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
 }
 
+#ifdef subgroups
+// The sum of `own` over the token's T invocations (the workgroup, one subgroup: T is at most
+// the adapter's smallest subgroup size) by a butterfly: at each step an invocation adds the
+// value of the one whose subgroup index differs in one bit, from bit T / 2 down to bit 1.
+// Partners add the same two values (a + b = b + a in floating point), so every invocation
+// ends with the same total, in the same order on every run, and no barrier is needed.
+fn token_sum(own: f32, h: u32, lid: u32, lane: u32, threads: u32) -> f32 {
+    var total = own;
+    for (var bit = threads / 2u; bit > 0u; bit /= 2u) {
+        total += subgroupShuffleXor(total, bit);
+    }
+    return total;
+}
+#else
 // Each invocation's sum of squares of its groups of a head, in two halves used by
 // alternate heads, so that one barrier a head orders both the writes and the reads.
 var<workgroup> norm_partial: array<f32, 128>;
+
+// The sum of `own` over the token's T invocations, through workgroup memory: one barrier a
+// head (alternate heads use alternate halves, so the next head's writes cannot overtake
+// this one's reads), then each invocation adds the T sums in the order of their lanes, so
+// that every invocation of the token gets the same total.
+fn token_sum(own: f32, h: u32, lid: u32, lane: u32, threads: u32) -> f32 {
+    let side = (h & 1u) * WORKGROUP;
+    norm_partial[side + lid] = own;
+    workgroupBarrier();
+    var total = 0.0;
+    let first = side + lid - lane;
+    for (var j = 0u; j < threads; j++) {
+        total += norm_partial[first + j];
+    }
+    return total;
+}
+#endif
 
 fn squares(p: Pairs) -> f32 {
 #ifdef x4
@@ -245,10 +281,63 @@ fn squares(p: Pairs) -> f32 {
 #endif
 }
 
-// QK-norm: `params.groups` (T) invocations, a workgroup, own one token, the one of index `lane` among them
-// lane groups `lane span` and, with span 2, the next (see the file's head). The groups are
-// held in named registers (p0, p1), never in an indexed array: drivers keep those in
-// memory, and on lavapipe that alone made the kernel 4x slower than the identity shader.
+// A token's lane groups g0 and, with span 2, g0 + 1 of one head (b unused with span 1).
+struct Span {
+    a: Pairs,
+    b: Pairs,
+}
+
+// The span of the head at `e0` of view `v` (zeros where the invocation is not `live`).
+fn load_span(v: u32, e0: u32, g0: u32, two: bool, live: bool) -> Span {
+    var s = Span(Pairs(FV(0.0), FV(0.0)), Pairs(FV(0.0), FV(0.0)));
+    if live {
+        s.a = load_group(v, e0, g0);
+        if two {
+            s.b = load_group(v, e0, g0 + 1u);
+        }
+    }
+    return s;
+}
+
+fn store_span(v: u32, e0: u32, g0: u32, two: bool, s: Span) {
+    store_group(v, e0, g0, s.a);
+    if two {
+        store_group(v, e0, g0 + 1u, s.b);
+    }
+}
+
+fn store_cache_span(c: u32, e0: u32, g0: u32, two: bool, s: Span) {
+    store_cache_group(c, e0, g0, s.a);
+    if two {
+        store_cache_group(c, e0, g0 + 1u, s.b);
+    }
+}
+
+// The norm's factors of the span (`k`: K's, else Q's).
+fn span_factors(k: bool, g0: u32, two: bool) -> Span {
+    var f = Span(factors(k, g0), Pairs(FV(0.0), FV(0.0)));
+    if two {
+        f.b = factors(k, g0 + 1u);
+    }
+    return f;
+}
+
+// Head `h` (of the Q and K heads, in order) of a span: its token's sum of squares taken
+// (`token_sum`, by every invocation of the token), then normalized with the factors `f`
+// and rotated by `t0` and `t1`.
+fn norm_span(s: Span, h: u32, lid: u32, lane: u32, f: Span, t0: Turn, t1: Turn) -> Span {
+    let total = token_sum(squares(s.a) + squares(s.b), h, lid, lane, params.groups);
+    let inv_d = 1.0 / f32(2u * LANES * params.norm_groups);
+    let inv = inverseSqrt(total * inv_d + params.norm_eps);
+    return Span(turned_by(normed(s.a, inv, f.a), t0), turned_by(normed(s.b, inv, f.b), t1));
+}
+
+// QK-norm: `params.groups` (T) invocations, a workgroup, own one token; the one of index
+// `lane` among them owns lane groups `lane span` and, with span 2, the next (see the file's
+// head). The groups are held in named registers (`Span`), never in an indexed array:
+// drivers keep those in memory, and on lavapipe that alone made the kernel 4x slower than
+// the identity shader. Every invocation of a token runs every `token_sum` (a barrier or
+// subgroup shuffles: uniform control flow), and stores only where it is `live`.
 fn norm_main(wid: vec3<u32>, lid: u32) {
     let i = (wid.y * params.grid_x + wid.x) * WG + lid;
     let threads = params.groups;
@@ -257,99 +346,46 @@ fn norm_main(wid: vec3<u32>, lid: u32) {
     let two = params.span == 2u;
     let g0 = lane * params.span;
     // Past the block, or a lane past the head's groups (T is rounded up to a power of
-    // two): no loads or stores, but every barrier.
+    // two): no loads or stores, but every sum.
     let live = i < params.total && g0 < params.norm_groups;
     let w = Work(live, t / max(params.n_s, 1u), t % max(params.n_s, 1u), 0u);
     var t0 = Turn(true, FV(1.0), FV(0.0));
     var t1 = t0;
     var cached = NOT_CACHED;
-    // The factors of the two groups, Q's and K's, loaded once for every head.
-    var fq0 = Pairs(FV(0.0), FV(0.0));
-    var fq1 = fq0;
-    var fk0 = fq0;
-    var fk1 = fq0;
     if live {
         t0 = turn_of(w, g0);
-        fq0 = factors(false, g0);
-        fk0 = factors(true, g0);
         if two {
             t1 = turn_of(w, g0 + 1u);
-            fq1 = factors(false, g0 + 1u);
-            fk1 = factors(true, g0 + 1u);
         }
         cached = cache_row(w);
         if cached == PAST_CACHE {
             atomicOr(&flag[params.flag_base], 1u);
         }
     }
-    let stores_kv = cached != PAST_CACHE && cached != NOT_CACHED;
     let row = row_start(w);
+    // Q heads: in place, or into view B.
+    let fq = span_factors(false, g0, two);
     let out = row_start2(w);
-    let inv_d = 1.0 / f32(2u * LANES * params.norm_groups);
-    // Q heads, then K heads (which follow them in `qkv`).
-    for (var h = 0u; h < params.n_h + params.n_h2; h++) {
+    for (var h = 0u; h < params.n_h; h++) {
         let at = row + h * params.stride_h;
-        var p0 = Pairs(FV(0.0), FV(0.0));
-        var p1 = p0;
-        if live {
-            p0 = load_group(VIEW_A, at, g0);
-            if two {
-                p1 = load_group(VIEW_A, at, g0 + 1u);
-            }
-        }
-        let side = (h & 1u) * WORKGROUP;
-        norm_partial[side + lid] = squares(p0) + squares(p1);
-        workgroupBarrier();
-        // The token's sums, in the order of their lanes: every invocation of the token
-        // gets the same total.
-        var total = 0.0;
-        let first = side + lid - lane;
-        for (var j = 0u; j < threads; j++) {
-            total += norm_partial[first + j];
-        }
-        // Stores in a branch of their own, never a `continue`: the barrier must stay in
-        // uniform control flow for every head.
-        if live {
-            let inv = inverseSqrt(total * inv_d + params.norm_eps);
-            let is_k = h >= params.n_h;
-            var f0 = fq0;
-            var f1 = fq1;
-            if is_k {
-                f0 = fk0;
-                f1 = fk1;
-            }
-            let q0 = turned_by(normed(p0, inv, f0), t0);
-            let q1 = turned_by(normed(p1, inv, f1), t1);
-            if !is_k && Q_OUT {
-                let e0 = out + h * params.stride2_h;
-                store_group(VIEW_B, e0, g0, q0);
-                if two {
-                    store_group(VIEW_B, e0, g0 + 1u, q1);
-                }
-            } else if !is_k {
-                store_group(VIEW_A, at, g0, q0);
-                if two {
-                    store_group(VIEW_A, at, g0 + 1u, q1);
-                }
-            } else if stores_kv {
-                let c = params.k_base + cached + (h - params.n_h) * params.cache_stride_h;
-                store_cache_group(KC, c, g0, q0);
-                if two {
-                    store_cache_group(KC, c, g0 + 1u, q1);
-                }
-            }
+        let q = norm_span(load_span(VIEW_A, at, g0, two, live), h, lid, lane, fq, t0, t1);
+        if live && Q_OUT {
+            store_span(VIEW_B, out + h * params.stride2_h, g0, two, q);
+        } else if live {
+            store_span(VIEW_A, at, g0, two, q);
         }
     }
-    if !(live && stores_kv) {
-        return;
-    }
-    // V as it is.
+    // K heads into the K cache, and V as it is into the V cache.
+    let stores_kv = live && cached != PAST_CACHE && cached != NOT_CACHED;
+    let fk = span_factors(true, g0, two);
     for (var h = 0u; h < params.n_h2; h++) {
-        let v = row + (params.n_h + params.n_h2 + h) * params.stride_h;
-        let c = params.v_base + cached + h * params.cache_stride_h;
-        store_cache_group(VC, c, g0, load_group(VIEW_A, v, g0));
-        if two {
-            store_cache_group(VC, c, g0 + 1u, load_group(VIEW_A, v, g0 + 1u));
+        let at = row + (params.n_h + h) * params.stride_h;
+        let k = norm_span(load_span(VIEW_A, at, g0, two, live), params.n_h + h, lid, lane, fk, t0, t1);
+        if stores_kv {
+            let c = cached + h * params.cache_stride_h;
+            store_cache_span(KC, params.k_base + c, g0, two, k);
+            let v = at + params.n_h2 * params.stride_h;
+            store_cache_span(VC, params.v_base + c, g0, two, load_span(VIEW_A, v, g0, two, true));
         }
     }
 }

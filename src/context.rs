@@ -44,7 +44,7 @@ impl PosEnc {
     /// Picks an adapter the wgpu way (`WGPU_BACKEND`, `WGPU_ADAPTER_NAME`,
     /// `WGPU_POWER_PREF`), and requests a device with the limits the kernels can use (the
     /// adapter's own storage-binding and buffer sizes, not the 128 MiB default) and
-    /// `SHADER_F16` / `TIMESTAMP_QUERY` where the adapter has them.
+    /// `SHADER_F16` / `TIMESTAMP_QUERY` / `SUBGROUP` where the adapter has them.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn with_default_adapter() -> Result<Self> {
         pollster::block_on(Self::with_default_adapter_async())
@@ -90,8 +90,10 @@ impl PosEnc {
     pub async fn request_device(adapter: &wgpu::Adapter) -> Result<(wgpu::Device, wgpu::Queue)> {
         // All the adapter offers: the default limits cap a binding at 128 MiB.
         let limits = adapter.limits();
-        let features =
-            adapter.features() & (wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY);
+        let features = adapter.features()
+            & (wgpu::Features::SHADER_F16
+                | wgpu::Features::TIMESTAMP_QUERY
+                | wgpu::Features::SUBGROUP);
         Ok(adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("wgpu-posenc"),
@@ -108,6 +110,18 @@ impl PosEnc {
     pub fn with_max_binding_size(self, bytes: u64) -> Self {
         Self {
             passes: self.passes.with_max_binding_size(bytes),
+        }
+    }
+
+    /// Whether kernels may use subgroup operations (default: yes, where the device has
+    /// `wgpu::Features::SUBGROUP`). Today that is the fused QKV call's QK-norm, which adds a
+    /// head's sums of squares by subgroup shuffles where the adapter's smallest subgroup
+    /// holds a token's invocations, and through workgroup memory with a barrier otherwise
+    /// (or with `false`). Both sum in a fixed order; they round differently, so results
+    /// may differ in the last bit between the two.
+    pub fn with_subgroups(self, on: bool) -> Self {
+        Self {
+            passes: self.passes.with_subgroups(on),
         }
     }
 

@@ -629,18 +629,25 @@ fn fused(rec: &mut Recorder, rng: &mut Rng) {
     let ids: Vec<u32> = (0..10).map(|i| (i * 37 + 5) % 300).collect();
     let cu = [0u32, 3, 7];
     let slots: [i32; 7] = [0, 1, 2, -1, 5, 6, 7];
-    // Gemma-style QK-norm on the bf16 call.
-    let norm = QkNorm {
-        q_weight: (0..16).map(|i| (i as f32 * 0.37).sin() * 0.5).collect(),
-        k_weight: (0..16).map(|i| (i as f32 * 0.71).cos() * 0.5).collect(),
+    // QK-norm on both calls: Gemma's on the bf16 one, summed by subgroup shuffles where the
+    // recording adapter has them (its token's invocations fit SwiftShader's subgroup of 4
+    // too); Qwen3's on the f32 one, summed through workgroup memory with a barrier.
+    let norm = |d: usize, weight| QkNorm {
+        q_weight: (0..d).map(|i| (i as f32 * 0.37).sin() * 0.5).collect(),
+        k_weight: (0..d).map(|i| (i as f32 * 0.71).cos() * 0.5).collect(),
         eps: 1e-6,
-        weight: NormWeight::OnePlus,
+        weight,
     };
     for bf in [false, true] {
         let [batch, seq, q_heads, kv_heads, d] = if bf {
             [1, 7, 2, 1, 16]
         } else {
             [2, 5, 4, 2, 32]
+        };
+        let norm = if bf {
+            norm(16, NormWeight::OnePlus)
+        } else {
+            norm(32, NormWeight::Scale)
         };
         let heads = q_heads + 2 * kv_heads;
         let qkv_layout = Layout::bshd(Dims {
@@ -713,7 +720,7 @@ fn fused(rec: &mut Recorder, rng: &mut Rng) {
             } else {
                 reference::HostCacheIndex::Position
             },
-            bf.then_some(&norm),
+            Some(&norm),
         );
         let upload = |rec: &Recorder, x: &[f32]| if bf { rec.u16(&to_bf16(x)) } else { rec.f32(x) };
         let (qkv, q, k, v) = (
@@ -742,9 +749,10 @@ fn fused(rec: &mut Recorder, rng: &mut Rng) {
         }
         let dtype = if bf { Dtype::BF16 } else { Dtype::F32 };
         let name = if bf {
-            "fused QKV, bf16, varlen, paged bf16 cache, Q out and K in pair halves, QK-norm"
+            "fused QKV, bf16, varlen, paged bf16 cache, Q out and K in pair halves, QK-norm \
+             by subgroups"
         } else {
-            "fused QKV, f32, ids, GQA, BHSD cache, Q in place"
+            "fused QKV, f32, ids, GQA, BHSD cache, Q in place, QK-norm by a barrier"
         };
         rec.call(
             name,
@@ -766,12 +774,14 @@ fn fused(rec: &mut Recorder, rng: &mut Rng) {
                     gpu.as_ref().map(ArrayView::new),
                     cache,
                 );
-                let call = if bf {
-                    call.with_q_out(view(&q, q_layout)).with_qk_norm(&norm)
+                let call = call.with_qk_norm(&norm);
+                if bf {
+                    ctx.encode_qkv(encoder, &spec, &call.with_q_out(view(&q, q_layout)))
                 } else {
-                    call
-                };
-                ctx.encode_qkv(encoder, &spec, &call).map(drop)
+                    let barrier = ctx.clone().with_subgroups(false);
+                    barrier.encode_qkv(encoder, &spec, &call)
+                }
+                .map(drop)
             },
             checks,
         );
@@ -993,6 +1003,36 @@ fn rule_violations(rec: &Recorder) -> Vec<String> {
 }
 
 #[test]
+fn the_qk_norm_calls_record_both_sums() {
+    // The replay checks Tint's reading of each: the subgroup sum where the recording device
+    // has subgroups (lavapipe's Vulkan does), the barrier sum always.
+    let rec = recorded();
+    let sources = |suffix: &str| -> Vec<&str> {
+        let call = rec.calls.iter().find(|c| c.name.ends_with(suffix));
+        let call = call.unwrap_or_else(|| panic!("a call ending {suffix:?}"));
+        call.passes
+            .iter()
+            .flat_map(|p| &p.dispatches)
+            .map(|d| d.source.as_str())
+            .collect()
+    };
+    let device = ctx().device();
+    let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
+    if device.adapter_info().backend == wgpu::Backend::Vulkan {
+        assert!(subgroups, "the Vulkan device was made without SUBGROUP");
+    }
+    let by_subgroups = sources("QK-norm by subgroups");
+    assert!(!by_subgroups.is_empty());
+    for source in by_subgroups {
+        assert_eq!(source.contains("enable subgroups;"), subgroups);
+    }
+    for source in sources("QK-norm by a barrier") {
+        assert!(!source.contains("enable subgroups;"));
+        assert!(source.contains("workgroupBarrier"));
+    }
+}
+
+#[test]
 fn every_bind_group_keeps_webgpu_rules() {
     let rec = recorded();
     let violations = rule_violations(rec);
@@ -1103,8 +1143,13 @@ fn write_capture(rec: &Recorder, dir: &Path) -> std::io::Result<()> {
     for (p, (source, constants)) in pipelines.iter().enumerate() {
         let file = format!("p{p}.wgsl");
         std::fs::write(dir.join(&file), source)?;
-        if source.contains("enable f16;") && features.is_empty() {
-            features.push("shader-f16");
+        for (enable, feature) in [
+            ("enable f16;", "shader-f16"),
+            ("enable subgroups;", "subgroups"),
+        ] {
+            if source.contains(enable) && !features.contains(&feature) {
+                features.push(feature);
+            }
         }
         let constants: serde_json::Value = serde_json::from_str(constants).expect("json");
         // Layout 1 for the fused QKV kernel, 0 for the pair passes.

@@ -65,11 +65,21 @@ impl Case {
 
 /// Runs `case`; returns the flag's value, or the call's error.
 fn run(case: &Case, seed: u64) -> Result<u32, Error> {
-    run_on(ctx(), case, seed).map(|(flag, _)| flag)
+    run_on(ctx(), case, seed).map(|ran| ran.flag)
 }
 
-/// Runs `case` on `posenc`; returns the flag's value and the dispatches recorded.
-fn run_on(posenc: &wgpu_posenc::PosEnc, case: &Case, seed: u64) -> Result<(u32, u32), Error> {
+/// What a case's run returned.
+struct Ran {
+    /// The overflow flag's value.
+    flag: u32,
+    /// Dispatches recorded.
+    dispatches: u32,
+    /// Every output buffer's bytes (the input, Q out, the caches), guards included.
+    bytes: Vec<u8>,
+}
+
+/// Runs `case` on `posenc` and checks it against the reference.
+fn run_on(posenc: &wgpu_posenc::PosEnc, case: &Case, seed: u64) -> Result<Ran, Error> {
     let mut rng = Rng::new(seed);
     let [batch, seq, q_heads, kv_heads, d] = case.dims;
     let heads = q_heads + 2 * kv_heads;
@@ -183,10 +193,17 @@ fn run_on(posenc: &wgpu_posenc::PosEnc, case: &Case, seed: u64) -> Result<(u32, 
         errors.iter().fold(0.0f64, |a, &b| a.max(b))
     );
     let flag = ctx().read_buffer(&flag).expect("flag");
-    Ok((
-        u32::from_le_bytes(flag[..4].try_into().unwrap()),
-        report.dispatches,
-    ))
+    let outputs = [Some(&qkv), q_out.as_ref(), Some(&k), Some(&v)];
+    let bytes = outputs
+        .into_iter()
+        .flatten()
+        .flat_map(|e| ctx().read_buffer(&e.buffer).expect("read back"))
+        .collect();
+    Ok(Ran {
+        flag: u32::from_le_bytes(flag[..4].try_into().unwrap()),
+        dispatches: report.dispatches,
+        bytes,
+    })
 }
 
 /// Whether the case stores f16 (which the GL backend cannot).
@@ -421,14 +438,24 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn fused_calls_match_the_reference() {
+    // QK-norm cases run twice: with the sums by subgroup shuffles wherever the device has
+    // them and a token's invocations fit its smallest subgroup (head_dim 24, 32 and 64 on
+    // lavapipe), and through workgroup memory.
+    let barrier = ctx().clone().with_subgroups(false);
     for (i, case) in cases().into_iter().enumerate() {
-        match run(&case, 100 + i as u64) {
-            Ok(flag) => {
-                // Every position and slot of these cases is inside its cache.
-                assert_eq!(flag, 0, "{}: overflow flag", case.name);
+        let contexts = match case.norm {
+            Some(_) => vec![ctx(), &barrier],
+            None => vec![ctx()],
+        };
+        for posenc in contexts {
+            match run_on(posenc, &case, 100 + i as u64) {
+                Ok(Ran { flag, .. }) => {
+                    // Every position and slot of these cases is inside its cache.
+                    assert_eq!(flag, 0, "{}: overflow flag", case.name);
+                }
+                Err(Error::MissingFeature { .. }) if uses_f16(&case) && !has_f16() => {}
+                Err(e) => panic!("{}: {e}", case.name),
             }
-            Err(Error::MissingFeature { .. }) if uses_f16(&case) && !has_f16() => {}
-            Err(e) => panic!("{}: {e}", case.name),
         }
     }
 }
@@ -789,7 +816,9 @@ fn calls_larger_than_a_binding_are_split_and_match_the_reference() {
         let cap = (3 * token).max(cache) + 512;
         let capped = ctx().clone().with_max_binding_size(cap);
         match run_on(&capped, &case, 300 + i as u64) {
-            Ok((flag, dispatches)) => {
+            Ok(Ran {
+                flag, dispatches, ..
+            }) => {
                 assert_eq!(flag, 0, "{}: overflow flag", case.name);
                 let whole = batch * seq * token + 512;
                 assert!(
@@ -876,4 +905,47 @@ fn a_repeated_fused_call_reuses_its_bind_group() {
         .unwrap_or_else(|e| panic!("{e}"));
     v.check(&v_ref, "repeated: V cache")
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[cfg(feature = "capture")]
+#[test]
+fn qk_norm_sums_by_subgroups_where_the_device_has_them() {
+    use wgpu_posenc::capture::Capture;
+    // Qwen3's shapes in small: head_dim 128 in vec4 lanes is 16 lane groups, two to each of
+    // a token's 8 invocations.
+    let case = Case {
+        norm: Some(norm(128, NormWeight::Scale)),
+        cache_offsets: [8, 20],
+        ..Case::new(
+            "QK-norm, head_dim 128, vec4, GQA 4/2",
+            [2, 9, 4, 2, 128],
+            Positions::Start(3),
+        )
+    };
+    let device = ctx().device();
+    let fits = device.features().contains(wgpu::Features::SUBGROUP)
+        && device.adapter_info().subgroup_min_size >= 8;
+    if device.adapter_info().backend == wgpu::Backend::Vulkan {
+        // lavapipe's subgroups are 8 wide; so are or wider those of every Vulkan GPU.
+        assert!(fits, "no subgroups of 8 on {:?}", device.adapter_info());
+    }
+    let mut outputs = Vec::new();
+    for (on, subgroups) in [(true, fits), (false, false), (true, fits)] {
+        let capture = Capture::new();
+        let posenc = ctx().clone().with_subgroups(on).with_capture(&capture);
+        outputs.push(run_on(&posenc, &case, 21).expect("run").bytes);
+        let passes = capture.take_passes();
+        let sources: Vec<&str> = passes
+            .iter()
+            .flat_map(|p| &p.dispatches)
+            .map(|d| d.source.as_str())
+            .collect();
+        assert!(!sources.is_empty());
+        for source in sources {
+            assert_eq!(source.contains("enable subgroups;"), subgroups, "on: {on}");
+        }
+    }
+    // Both sums are checked against the reference above; each is the same to the bit from
+    // one run to the next.
+    assert!(outputs[0] == outputs[2], "two runs of the same call differ");
 }

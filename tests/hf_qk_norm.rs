@@ -97,8 +97,8 @@ fn fused_qk_norm_and_rope_match_hf() {
             }
         }
         // Q out of place, then in place in the packed tensor (each head is read whole before
-        // any of it is written).
-        for in_place in [false, true] {
+        // any of it is written); each with both sums.
+        for (in_place, subgroups) in [(false, true), (true, true), (false, false), (true, false)] {
             gpu_matches_hf(&GpuCase {
                 name: &name,
                 spec: &layer.spec,
@@ -111,6 +111,7 @@ fn fused_qk_norm_and_rope_match_hf() {
                 want_q: &flat(&case["q_out"]),
                 want_k: &flat(&case["k_out"]),
                 in_place,
+                subgroups,
             });
         }
         // The f64 reference against HF.
@@ -191,14 +192,19 @@ struct GpuCase<'a> {
     want_q: &'a [f64],
     want_k: &'a [f64],
     in_place: bool,
+    /// Whether the head's sums may go through subgroups (where the device has them and
+    /// they hold a token's invocations: Qwen3's head of 128 on lavapipe), or only through
+    /// workgroup memory.
+    subgroups: bool,
 }
 
 fn gpu_matches_hf(c: &GpuCase<'_>) {
     let [hq, hkv, s, d] = c.dims;
     let name = format!(
-        "{} ({})",
+        "{} ({}, {})",
         c.name,
-        if c.in_place { "Q in place" } else { "Q out" }
+        if c.in_place { "Q in place" } else { "Q out" },
+        if c.subgroups { "subgroups" } else { "barrier" }
     );
     let qkv = f32_buffer(c.packed);
     let q_layout = Layout::bhsd([1, hq, s, d]);
@@ -233,6 +239,8 @@ fn gpu_matches_hf(c: &GpuCase<'_>) {
     };
     let mut encoder = ctx().device().create_command_encoder(&Default::default());
     ctx()
+        .clone()
+        .with_subgroups(c.subgroups)
         .encode_qkv(&mut encoder, c.spec, &call)
         .expect("encode");
     ctx().queue().submit([encoder.finish()]);

@@ -29,7 +29,7 @@ fn compile(source: &str, constants: &[(&str, f64)], what: &str) -> (naga::Module
 }
 
 fn compile_variant(spec: &Specialization) -> (naga::Module, ModuleInfo) {
-    compile(spec.source(), &spec.constants(), &format!("{spec:?}"))
+    compile(&spec.naga_source(), &spec.constants(), &format!("{spec:?}"))
 }
 
 fn identity() -> (naga::Module, ModuleInfo) {
@@ -40,7 +40,8 @@ fn identity() -> (naga::Module, ModuleInfo) {
     )
 }
 
-/// Translates a compiled module for every backend; GLSL only when `glsl` (it has no f16).
+/// Translates a compiled module for every backend; GLSL only when `glsl` (it has no f16
+/// and no subgroups).
 fn translate(module: &naga::Module, info: &ModuleInfo, glsl: bool, what: &str) {
     let spv = naga::back::spv::write_vec(module, info, &Default::default(), None)
         .unwrap_or_else(|e| panic!("{what}: SPIR-V: {e}"));
@@ -127,6 +128,18 @@ fn math_functions(module: &naga::Module) -> Vec<M> {
         .collect()
 }
 
+/// Whether the variant adds through subgroups (GL has none: `Features::SUBGROUP` is
+/// absent there, so such a variant is never built for it).
+fn uses_subgroups(spec: &Specialization) -> bool {
+    matches!(
+        spec.op,
+        Op::Fused {
+            subgroups: true,
+            ..
+        }
+    )
+}
+
 /// Whether the variant stores f16 (the tensor, or the fused kernel's KV cache).
 fn uses_f16(spec: &Specialization) -> bool {
     spec.dtype == Dtype::F16
@@ -147,7 +160,8 @@ fn every_variant_validates_and_translates() {
         let (module, info) = compile_variant(spec);
         // GLSL has no 16-bit floats (the GL backend reports no SHADER_F16); f16 variants
         // are refused there before any shader is built (tests/errors.rs).
-        translate(&module, &info, !uses_f16(spec), &format!("{spec:?}"));
+        let glsl = !uses_f16(spec) && !uses_subgroups(spec);
+        translate(&module, &info, glsl, &format!("{spec:?}"));
     }
 }
 
@@ -219,7 +233,7 @@ fn every_function_of_every_variant_is_defined_by_name_in_a_shader_file() {
     // so reading a kernel means reading files, and grep finds every function it calls.
     let defined = defined_in_files();
     for spec in Specialization::all() {
-        let module = naga::front::wgsl::parse_str(spec.source()).expect("wgsl");
+        let module = naga::front::wgsl::parse_str(&spec.naga_source()).expect("wgsl");
         for (_, f) in module.functions.iter() {
             let name = f.name.as_deref().unwrap_or("");
             assert!(
@@ -243,8 +257,12 @@ fn each_variant_gets_the_source_composed_for_its_defines() {
             spec.dtype
         )
         .to_lowercase();
-        if let Op::Fused { cache, .. } = spec.op {
+        if let Op::Fused {
+            cache, subgroups, ..
+        } = spec.op
+        {
             defines += &format!(" cache_{cache:?}").to_lowercase();
+            defines += if subgroups { " subgroups" } else { " barrier" };
         }
         let first = spec.source().lines().next().unwrap_or("");
         assert_eq!(first, format!("// wgpu-posenc {defines}"), "{spec:?}");
@@ -252,6 +270,11 @@ fn each_variant_gets_the_source_composed_for_its_defines() {
         assert_eq!(
             spec.source().contains("enable f16;"),
             uses_f16(&spec),
+            "{spec:?}"
+        );
+        assert_eq!(
+            spec.source().contains("enable subgroups;"),
+            uses_subgroups(&spec),
             "{spec:?}"
         );
     }

@@ -224,7 +224,7 @@ mod tests {
     fn every_variant_uses_its_layout() {
         let mut used = std::collections::BTreeSet::new();
         for spec in Specialization::all() {
-            let module = naga::front::wgsl::parse_str(spec.source())
+            let module = naga::front::wgsl::parse_str(&spec.naga_source())
                 .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
             let info = naga::valid::Validator::new(
                 naga::valid::ValidationFlags::all(),

@@ -23,6 +23,10 @@ pub(crate) struct Passes {
     pub(crate) max_binding: u64,
     pub(crate) storage_align: u64,
     pub(crate) uniform_align: u64,
+    /// The most invocations a subgroup sum may span (the smallest subgroup size of the
+    /// device's adapter), or 0 where the device has no `Features::SUBGROUP` or the caller
+    /// turned subgroups off.
+    pub(crate) subgroup_min: u32,
     /// The pair passes' layouts (RoPE, sinusoidal), and the fused QKV kernel's.
     pair_layouts: Layouts,
     fused_layouts: Layouts,
@@ -94,6 +98,11 @@ impl Passes {
                 .min(limits.max_buffer_size),
             storage_align: u64::from(limits.min_storage_buffer_offset_alignment).max(16),
             uniform_align: u64::from(limits.min_uniform_buffer_offset_alignment).max(16),
+            subgroup_min: if device.features().contains(wgpu::Features::SUBGROUP) {
+                device.adapter_info().subgroup_min_size
+            } else {
+                0
+            },
             pair_layouts: layouts(Kernel::Rope),
             fused_layouts: layouts(Kernel::Fused),
             pipelines: Arc::default(),
@@ -166,6 +175,14 @@ impl Passes {
         self
     }
 
+    /// Lets the kernels use subgroup operations where the device has them (`on`), or not.
+    pub(crate) fn with_subgroups(mut self, on: bool) -> Self {
+        if !on {
+            self.subgroup_min = 0;
+        }
+        self
+    }
+
     /// Raises the alignment of binding window offsets above the device's
     /// `min_storage_buffer_offset_alignment` (to a power of two, at most 2^16 bytes), e.g. to
     /// WebGPU's default of 256 so that every dispatch is also valid on a browser's adapter
@@ -216,12 +233,17 @@ impl Passes {
         if let Some(p) = cache.get(&spec) {
             return Ok(p.clone());
         }
+        // A browser's WebGPU compiles WGSL as the standard has it; elsewhere naga does.
+        let source = match self.device.adapter_info().backend {
+            wgpu::Backend::BrowserWebGpu => spec.source().into(),
+            _ => spec.naga_source(),
+        };
         let pipeline = self.scoped("compiling a kernel", || {
             let module = self
                 .device
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some("wgpu-posenc"),
-                    source: wgpu::ShaderSource::Wgsl(spec.source().into()),
+                    source: wgpu::ShaderSource::Wgsl(source),
                 });
             let constants = spec.constants();
             self.device

@@ -316,6 +316,7 @@ impl Rope {
                 } else {
                     0
                 },
+                subgroups: call.qk_norm.is_some() && groups <= u64::from(self.ctx.subgroup_min),
             },
             positions: positions.mode(),
             pair_halves,

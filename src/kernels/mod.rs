@@ -137,6 +137,10 @@ pub enum Op {
         /// Q and K normalized per head before the rotation by this many invocations a
         /// token, each a workgroup of its own (0: no QK-norm).
         qk_norm: u8,
+        /// With QK-norm: a token's invocations add their sums by subgroup shuffles (the
+        /// device has `Features::SUBGROUP` and its smallest subgroup holds them), else
+        /// through workgroup memory.
+        subgroups: bool,
     },
 }
 
@@ -181,6 +185,7 @@ impl Specialization {
                     paged: false,
                     q_out: false,
                     qk_norm: 0,
+                    subgroups: false,
                 },
             },
             pair_layout,
@@ -260,7 +265,20 @@ impl Specialization {
         match self.op {
             Op::Rope { .. } => composed::SOURCES[0][pairs][width][dtype],
             Op::Sinusoidal { .. } => composed::SOURCES[1][pairs][width][dtype],
-            Op::Fused { cache, .. } => composed::FUSED[pairs][width][dtype][index(cache)],
+            Op::Fused {
+                cache, subgroups, ..
+            } => composed::FUSED[pairs][width][dtype][index(cache)][usize::from(subgroups)],
+        }
+    }
+
+    /// The source as naga reads it: WebGPU requires `enable subgroups;` before the subgroup
+    /// built-ins, which naga 30 refuses while it compiles the built-ins themselves (under
+    /// `Capabilities::SUBGROUP`), so the directive is blanked (the line numbers stay).
+    pub fn naga_source(&self) -> std::borrow::Cow<'static, str> {
+        let source = self.source();
+        match source.contains(SUBGROUPS) {
+            true => source.replacen(SUBGROUPS, "", 1).into(),
+            false => source.into(),
         }
     }
 
@@ -375,14 +393,15 @@ impl Specialization {
         {
             for dtype in dtypes {
                 for cache in dtypes {
-                    let op = |paged, q_out, qk_norm| Op::Fused {
+                    let op = |paged, q_out, qk_norm, subgroups| Op::Fused {
                         cache,
                         paged,
                         q_out,
                         qk_norm,
+                        subgroups,
                     };
                     let plain = Specialization {
-                        op: op(false, false, 0),
+                        op: op(false, false, 0, false),
                         ..Specialization::new(Kernel::Fused, pair_layout, width, dtype)
                     };
                     all.push(plain);
@@ -397,8 +416,15 @@ impl Specialization {
                         (true, false, 4),
                     ] {
                         all.push(Specialization {
-                            op: op(paged, q_out, norm),
+                            op: op(paged, q_out, norm, false),
                             pair_halves: q_out && pair_layout == PairLayout::Interleaved,
+                            ..plain
+                        });
+                    }
+                    // The subgroup sum, in place and out.
+                    for (q_out, norm) in [(false, 8), (true, 4)] {
+                        all.push(Specialization {
+                            op: op(false, q_out, norm, true),
                             ..plain
                         });
                     }
@@ -408,6 +434,9 @@ impl Specialization {
         all
     }
 }
+
+/// The directive of the subgroup variants (see [`Specialization::naga_source`]).
+const SUBGROUPS: &str = "enable subgroups;";
 
 /// Threads per workgroup; matches `@workgroup_size` in the kernels.
 pub(crate) const WORKGROUP: u64 = 64;
