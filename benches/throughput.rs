@@ -300,8 +300,11 @@ fn sample(seq: u64) -> Vec<(u64, u64)> {
 
 /// Whether the QKV case normalizes Q and K (then Q's expected rows are normalized first).
 fn normalizes(path: cases::QkvPath) -> bool {
-    use cases::QkvPath::{FusedNorm, FusedNormInPlace, UnfusedNorm};
-    matches!(path, FusedNorm | FusedNormInPlace | UnfusedNorm)
+    use cases::QkvPath::{FusedNorm, FusedNormBarrier, FusedNormInPlace, UnfusedNorm};
+    matches!(
+        path,
+        FusedNorm | FusedNormInPlace | FusedNormBarrier | UnfusedNorm
+    )
 }
 
 /// Values in [-1, 1) from rand's Xoshiro256++, as the tests draw theirs.
@@ -337,7 +340,6 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
                 })
                 .collect::<Vec<_>>();
             if case == Case::Qkv(cases::QkvPath::FusedNorm) {
-                // Normalized and rotated into its own tensor.
                 // Q normalized and rotated into its own tensor.
                 let q_out = cases::q_out_layout(seq);
                 let at = rows
@@ -464,8 +466,10 @@ fn decode(ctx: &PosEnc, submits: usize) -> Result<Vec<Row>, Error> {
     let step = Decode::new(ctx);
     let qkv = cases::QkvDecode::new(ctx);
     let roofline = wgpu_posenc::roofline::Roofline::new(ctx);
-    // Empty dispatch, two calls, one Q+K call, the fused QKV call without and with QK-norm.
-    let mut times: [Vec<f64>; 5] = Default::default();
+    let barrier = ctx.clone().with_subgroups(false);
+    // Empty dispatch, two calls, one Q+K call, the fused QKV call without and with QK-norm
+    // (its sums by subgroups where the adapter has them, and by a barrier).
+    let mut times: [Vec<f64>; 6] = Default::default();
     // The first run of each is a warm-up.
     for run in 0..=submits.div_ceil(RUN) {
         for (kind, times) in times.iter_mut().enumerate() {
@@ -479,7 +483,8 @@ fn decode(ctx: &PosEnc, submits: usize) -> Result<Vec<Row>, Error> {
                     1 => step.record(ctx, e),
                     2 => step.record_qk(ctx, e),
                     3 => qkv.record(ctx, e, false),
-                    _ => qkv.record(ctx, e, true),
+                    4 => qkv.record(ctx, e, true),
+                    _ => qkv.record(&barrier, e, true),
                 })?;
                 if run > 0 {
                     times.push(t.elapsed().as_secs_f64());
@@ -487,7 +492,7 @@ fn decode(ctx: &PosEnc, submits: usize) -> Result<Vec<Row>, Error> {
             }
         }
     }
-    let [empty, rope, fused, qkv_plain, qkv_norm] = times.map(|mut t| median(&mut t));
+    let [empty, rope, fused, qkv_plain, qkv_norm, qkv_barrier] = times.map(|mut t| median(&mut t));
     let row = |kernel, bytes, seconds| Row {
         kernel,
         layout: "bhsd",
@@ -505,6 +510,11 @@ fn decode(ctx: &PosEnc, submits: usize) -> Result<Vec<Row>, Error> {
         row("rope-decode-qk", Decode::moved(), fused),
         row("qkv-decode", cases::QkvDecode::moved(), qkv_plain),
         row("qkv-decode-norm", cases::QkvDecode::moved(), qkv_norm),
+        row(
+            "qkv-decode-norm-barrier",
+            cases::QkvDecode::moved(),
+            qkv_barrier,
+        ),
     ])
 }
 

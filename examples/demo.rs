@@ -16,10 +16,11 @@ use web_time::Instant;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use wgpu::util::DeviceExt;
+use wgpu_posenc::reference::{self, HostCacheIndex};
 use wgpu_posenc::roofline::{Roofline, Timer};
 use wgpu_posenc::{
-    HostPositions, Layout, PairLayout, PosEnc, Positions, RopeSpec, SinusoidalSpec, TensorView,
-    reference,
+    CacheIndex, Dims, HostPositions, KvCache, Layout, NormWeight, PairLayout, PosEnc, Positions,
+    QkNorm, QkvCall, RopeSpec, SinusoidalSpec, TensorView,
 };
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -156,7 +157,9 @@ async fn run(seq: u64) -> Result<(), Failure> {
         .create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("q"),
             contents: bytemuck::cast_slice(&q),
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
         });
     let view = TensorView::new(&buffer, layout);
     // The first run is checked (and compiles the pipeline); the ones after are timed.
@@ -202,7 +205,175 @@ async fn run(seq: u64) -> Result<(), Failure> {
         identity / rope,
         timer.kind(),
     ));
+
+    // 4. The fused QKV call with Qwen3's QK-norm over the same bytes, read as a packed
+    // projection [1, seq, 24 + 2 x 4, 128] (BSHD): Q normalized and rotated in place, K
+    // normalized and rotated into its cache, V copied into its own; beside the identity.
+    ctx.queue()
+        .write_buffer(&buffer, 0, bytemuck::cast_slice(&q));
+    let qkv = Qkv::new(&ctx, &buffer, seq);
+    let mut encoder = ctx.device().create_command_encoder(&Default::default());
+    qkv.encode(&ctx, &mut encoder, &spec)?;
+    ctx.queue().submit([encoder.finish()]);
+    let got: Vec<f32> = bytemuck::cast_slice(&ctx.read_buffer_async(&buffer).await?).to_vec();
+    let k_cache: Vec<f32> =
+        bytemuck::cast_slice(&ctx.read_buffer_async(&qkv.kv[0]).await?).to_vec();
+    let qkv_err = qkv.error(&q, &got, &k_cache, &spec);
+    let (mut qkv_times, mut identity_times) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        qkv_times.push(
+            timer
+                .time_async(&ctx, |e| qkv.encode(&ctx, e, &spec))
+                .await?,
+        );
+        let t = timer
+            .time_async(&ctx, |e| {
+                roofline.encode_identity(e, &buffer, 0, bytes).map(drop)
+            })
+            .await?;
+        identity_times.push(t);
+    }
+    let (fused, identity) = (median(qkv_times), median(identity_times));
+    let device = ctx.device();
+    let sum = if device.features().contains(wgpu::Features::SUBGROUP)
+        && device.adapter_info().subgroup_min_size >= 8
+    {
+        "by subgroups"
+    } else {
+        "through workgroup memory"
+    };
+    say(&format!(
+        "fused QKV with QK-norm [1, {seq}, 24 + 2 x 4, 128] f32, Q in place, head sums {sum}: {:.2} ms, {:.2} GB/s, max |error| {qkv_err:.2e}",
+        fused * 1e3,
+        rate(fused),
+    ));
+    say(&format!(
+        "identity shader over the same buffer: {:.2} ms; fused QKV with QK-norm / identity = {:.2}",
+        identity * 1e3,
+        identity / fused,
+    ));
     Ok(())
+}
+
+/// Q heads of the fused QKV step (and KV heads: 24 + 2 x 4 = the 32 heads of the RoPE step).
+const QKV_Q_HEADS: u64 = 24;
+const QKV_KV_HEADS: u64 = 4;
+
+/// The fused QKV step over the RoPE step's buffer: its caches and Qwen3's QK-norm (weights
+/// of one, eps 1e-6).
+struct Qkv<'a> {
+    qkv: TensorView<'a>,
+    kv: [wgpu::Buffer; 2],
+    cache: Layout,
+    norm: QkNorm,
+    seq: u64,
+}
+
+impl<'a> Qkv<'a> {
+    fn new(ctx: &PosEnc, buffer: &'a wgpu::Buffer, seq: u64) -> Self {
+        let heads = QKV_Q_HEADS + 2 * QKV_KV_HEADS;
+        let qkv = Layout::bshd(Dims {
+            batch: 1,
+            heads,
+            seq,
+            head_dim: 128,
+        });
+        let cache = Layout::bshd(Dims {
+            batch: 1,
+            heads: QKV_KV_HEADS,
+            seq,
+            head_dim: 128,
+        });
+        let kv = ["k cache", "v cache"].map(|label| {
+            ctx.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: seq * QKV_KV_HEADS * 128 * 4,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            })
+        });
+        let norm = QkNorm {
+            q_weight: vec![1.0; 128],
+            k_weight: vec![1.0; 128],
+            eps: 1e-6,
+            weight: NormWeight::Scale,
+        };
+        Self {
+            qkv: TensorView::new(buffer, qkv),
+            kv,
+            cache,
+            norm,
+            seq,
+        }
+    }
+
+    fn encode(
+        &self,
+        ctx: &PosEnc,
+        encoder: &mut wgpu::CommandEncoder,
+        spec: &RopeSpec,
+    ) -> wgpu_posenc::Result<()> {
+        let cache = KvCache {
+            k: TensorView::new(&self.kv[0], self.cache),
+            v: TensorView::new(&self.kv[1], self.cache),
+            index: CacheIndex::Position,
+            overflow_flag: None,
+        };
+        let call = QkvCall::new(self.qkv, QKV_KV_HEADS, Positions::Start(0), cache)
+            .with_qk_norm(&self.norm);
+        ctx.encode_qkv(encoder, spec, &call).map(drop)
+    }
+
+    /// The largest difference from the reference over the Q heads and K cache rows of
+    /// sampled tokens (each token alone through `reference::qkv_cache` at its position).
+    fn error(&self, input: &[f32], q: &[f32], k_cache: &[f32], spec: &RopeSpec) -> f64 {
+        let heads = QKV_Q_HEADS + 2 * QKV_KV_HEADS;
+        let token = (heads * 128) as usize;
+        let one = Layout::bshd(Dims {
+            batch: 1,
+            heads,
+            seq: 1,
+            head_dim: 128,
+        });
+        let one_cache = Layout::bshd(Dims {
+            batch: 1,
+            heads: QKV_KV_HEADS,
+            seq: 1,
+            head_dim: 128,
+        });
+        let mut err = 0.0f64;
+        for s in sample_rows(self.seq) {
+            let at = s as usize * token;
+            let mut x: Vec<f64> = input[at..at + token]
+                .iter()
+                .map(|&v| f64::from(v))
+                .collect();
+            let kv_len = (QKV_KV_HEADS * 128) as usize;
+            let (mut k, mut v) = (vec![0.0; kv_len], vec![0.0; kv_len]);
+            reference::qkv_cache(
+                spec,
+                &one,
+                &mut x,
+                QKV_KV_HEADS,
+                HostPositions::Start(s as u32),
+                None,
+                (&one_cache, &mut k),
+                (&one_cache, &mut v),
+                HostCacheIndex::Slots(&[0]),
+                Some(&self.norm),
+            );
+            let q_len = (QKV_Q_HEADS * 128) as usize;
+            let k_at = s as usize * kv_len;
+            let pairs = q[at..at + q_len]
+                .iter()
+                .zip(&x[..q_len])
+                .chain(k_cache[k_at..k_at + kv_len].iter().zip(&k));
+            err = pairs
+                .map(|(&g, &r)| (f64::from(g) - r).abs())
+                .fold(err, f64::max);
+        }
+        err
+    }
 }
 
 /// The largest difference from the reference over sampled rows of three heads.

@@ -66,8 +66,12 @@ pub enum QkvPath {
     Fused,
     /// One dispatch with Qwen3's QK-norm, Q into its own tensor (the same bytes moved).
     FusedNorm,
-    /// One dispatch with Qwen3's QK-norm, Q in place.
+    /// One dispatch with Qwen3's QK-norm, Q in place (its sums by subgroups where the
+    /// adapter has them).
     FusedNormInPlace,
+    /// The same with the sums through workgroup memory and a barrier
+    /// (`PosEnc::with_subgroups(false)`).
+    FusedNormBarrier,
     /// The unfused path of the same work: an RMSNorm pass over the Q and K heads in place
     /// (`benches/cases/rmsnorm.wgsl`), then the fused call without the norm.
     UnfusedNorm,
@@ -94,6 +98,7 @@ impl Case {
             QkvPath::Fused,
             QkvPath::FusedNorm,
             QkvPath::FusedNormInPlace,
+            QkvPath::FusedNormBarrier,
             QkvPath::UnfusedNorm,
             QkvPath::Passes,
             QkvPath::CopyBound,
@@ -115,6 +120,7 @@ impl Case {
             Case::Qkv(QkvPath::Fused) => "qkv-fused",
             Case::Qkv(QkvPath::FusedNorm) => "qkv-fused-norm",
             Case::Qkv(QkvPath::FusedNormInPlace) => "qkv-fused-norm-inplace",
+            Case::Qkv(QkvPath::FusedNormBarrier) => "qkv-fused-norm-barrier",
             Case::Qkv(QkvPath::UnfusedNorm) => "qkv-unfused-norm",
             Case::Qkv(QkvPath::Passes) => "qkv-passes",
             Case::Qkv(QkvPath::CopyBound) => "qkv-copybound",
@@ -259,6 +265,12 @@ fn record_qkv(
         }
         if path == QkvPath::FusedNormInPlace {
             return ctx
+                .encode_qkv(encoder, &spec, &call.with_qk_norm(&norm))
+                .map(drop);
+        }
+        if path == QkvPath::FusedNormBarrier {
+            return buffers
+                .barrier
                 .encode_qkv(encoder, &spec, &call.with_qk_norm(&norm))
                 .map(drop);
         }
@@ -440,6 +452,8 @@ pub struct Buffers {
     pub q_out: wgpu::Buffer,
     /// The unfused path's RMSNorm pass over `x`.
     pub rms_norm: RmsNormPass,
+    /// The context with subgroups off (the QK-norm's barrier sum).
+    pub barrier: PosEnc,
 }
 
 impl Buffers {
@@ -463,6 +477,7 @@ impl Buffers {
         );
         Self {
             seq,
+            barrier: ctx.clone().with_subgroups(false),
             rms_norm: RmsNormPass::new(ctx, &x, seq),
             x,
             copy_dst: copy.then(|| buffer("throughput copy", wgpu::BufferUsages::COPY_DST)),
