@@ -156,11 +156,10 @@ impl BurnPosEnc {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let backends = wgpu::Backends::from_env().unwrap_or_default();
-        let adapters = pollster::block_on(instance.enumerate_adapters(backends));
         let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
             Ok(name) if !name.is_empty() => {
                 let wanted = name.to_lowercase();
-                adapters
+                pollster::block_on(instance.enumerate_adapters(backends))
                     .into_iter()
                     .find(|a| a.get_info().name.to_lowercase().contains(&wanted))
                     .ok_or_else(|| Error::Runtime(format!("no adapter named like {name:?}")))?
@@ -286,16 +285,15 @@ impl BurnPosEnc {
         k: Tensor<4>,
         positions: Positions<Tensor<1, Int>>,
     ) -> Result<(Tensor<4>, Tensor<4>)> {
-        if !self.primitive(q.clone(), "q")?.can_mut() || !self.primitive(k.clone(), "k")?.can_mut()
-        {
+        let (q, k) = (self.primitive(q, "q")?, self.primitive(k, "k")?);
+        if !q.can_mut() || !k.can_mut() {
             // One of them is shared: each goes its own way (in place or into a new tensor).
             let positions2 = clone_positions(&positions);
             return Ok((
-                self.apply(rope, q, positions)?,
-                self.apply(rope, k, positions2)?,
+                self.apply(rope, Tensor::from_primitive::<Cube>(q), positions)?,
+                self.apply(rope, Tensor::from_primitive::<Cube>(k), positions2)?,
             ));
         }
-        let (q, k) = (self.primitive(q, "q")?, self.primitive(k, "k")?);
         let positions = self.positions(positions)?;
         let (bq, bk) = (self.bind(&q, "q")?, self.bind(&k, "k")?);
         let views = positions.views();

@@ -450,3 +450,75 @@ fn built_from_burns_own_runtime() {
         other => panic!("a tensor of another device: {other:?}"),
     }
 }
+
+#[test]
+fn q_and_k_in_one_call_with_grouped_heads() {
+    let b = bridge();
+    let mut rng = Rng(11);
+    let spec = RopeSpec::new().pair_layout(PairLayout::Interleaved);
+    let rope = b.rope(&spec, 64).expect("rope");
+    let (q_shape, k_shape) = ([2, 8, 5, 64], [2, 2, 5, 64]);
+    let (xq, xk) = (
+        rng.values(q_shape.iter().product()),
+        rng.values(k_shape.iter().product()),
+    );
+    // Per-row starts from a burn int tensor.
+    let starts = Tensor::<1, Int>::from_data(TensorData::new(vec![3i32, 70_000], [2]), b.device());
+    let host = [3u32, 70_000];
+    let (q, k) = b
+        .apply_qk(
+            &rope,
+            tensor(xq.clone(), q_shape),
+            tensor(xk.clone(), k_shape),
+            Positions::BatchStarts(starts),
+        )
+        .expect("apply_qk");
+    let want_q = rope_reference(&spec, q_shape, &xq, HostPositions::BatchStarts(&host));
+    let want_k = rope_reference(&spec, k_shape, &xk, HostPositions::BatchStarts(&host));
+    assert!(max_diff(&read(q), &want_q) < 1e-6, "Q");
+    assert!(max_diff(&read(k), &want_k) < 1e-6, "K");
+}
+
+#[test]
+fn a_shared_projection_gives_q_in_a_new_tensor() {
+    let b = bridge();
+    let mut rng = Rng(12);
+    let (seq, q_heads, kv_heads, d, cache_len) = (3usize, 2usize, 1usize, 32usize, 8usize);
+    let heads = q_heads + 2 * kv_heads;
+    let spec = RopeSpec::new();
+    let rope = b.rope(&spec, d as u64).expect("rope");
+    let x = rng.values(heads * seq * d);
+    let qkv = tensor(x.clone(), [1, heads, seq, d]);
+    let kept = qkv.clone();
+    let cache = |rng: &mut Rng| {
+        tensor(
+            rng.values(kv_heads * cache_len * d),
+            [1, kv_heads, cache_len, d],
+        )
+    };
+    let (k_cache, v_cache) = (cache(&mut rng), cache(&mut rng));
+    let [q, _, _] = b
+        .qkv(
+            &rope,
+            qkv,
+            kv_heads as u64,
+            Positions::Start(2),
+            k_cache,
+            v_cache,
+            None,
+        )
+        .expect("qkv");
+    assert_eq!(q.dims(), [1, q_heads, seq, d]);
+    let want = rope_reference(
+        &spec,
+        [1, q_heads, seq, d],
+        &x[..q_heads * seq * d],
+        HostPositions::Start(2),
+    );
+    assert!(max_diff(&read(q), &want) < 1e-6);
+    assert_eq!(
+        read(kept),
+        x,
+        "the clone of the projection keeps its values"
+    );
+}
