@@ -22,9 +22,11 @@
 //! # What the bridge needs of a tensor
 //!
 //! - **burn 0.22.1's CubeCL backend on wgpu, without fusion** (`burn` with
-//!   `default-features = false, features = ["std", "wgpu"]`; burn's default features turn
-//!   fusion on, and a fused tensor is a node of a lazy graph, not a buffer). Any other backend
-//!   or runtime is [`Error::NotWgpu`]; a tensor of another device, [`Error::OtherDevice`].
+//!   `default-features = false, features = ["std", "wgpu"]`). burn's default features turn
+//!   kernel fusion on, which changes what burn's `Cube` backend is (a fused tensor is a node of
+//!   a lazy graph, not a buffer): with burn's `fusion` feature on anywhere in the build, this
+//!   crate does not compile. A tensor of another backend or runtime is [`Error::NotWgpu`]; a
+//!   tensor of another device, [`Error::OtherDevice`].
 //! - f32, f16 or bf16 (f16 where the adapter has `SHADER_F16`); positions i32 or u32.
 //! - Rank 4, `[batch, heads, seq, head_dim]` in any order in memory (BHSD, BSHD after a
 //!   `swap_dims(1, 2)`, a slice of a packed projection), each row contiguous. Such a view is
@@ -65,10 +67,10 @@ pub enum Error {
     /// The kernels refused the call.
     #[error(transparent)]
     PosEnc(#[from] wgpu_posenc::Error),
-    /// The tensor is not one of burn's CubeCL backend on wgpu without fusion.
+    /// The tensor is not one of burn's CubeCL backend on wgpu, or CubeCL refused its buffer.
     #[error(
-        "{what} is not a tensor of burn's wgpu backend without fusion ({detail}): create it on \
-         BurnPosEnc::device(), with burn's `fusion` feature off"
+        "{what} is not a tensor of burn's wgpu backend, or its buffer cannot be had ({detail}): \
+         create it on BurnPosEnc::device()"
     )]
     NotWgpu {
         /// Which argument.
