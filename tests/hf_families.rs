@@ -406,3 +406,27 @@ fn a_head_dim_for_every_layer_reads_in_one_pass() {
         );
     }
 }
+
+#[test]
+fn bamba_rotates_the_layers_attn_layer_indices_lists() {
+    // Bamba's layers are Mamba layers but those attn_layer_indices lists (as BambaConfig
+    // derives layers_block_type); without the list none attends, so none rotates. The list
+    // of the published 9B checkpoint, and none.
+    let mut config = hf_data("rope_families_configs.json")["bamba"].clone();
+    config["attn_layer_indices"] = serde_json::json!([9, 18, 27]);
+    let rope = HfRope::from_config(&config).expect("read");
+    assert_eq!(rope.layers.len(), 32);
+    for i in 0..32 {
+        let rotates = rope.layer(i).is_some();
+        assert_eq!(rotates, [9, 18, 27].contains(&i), "layer {i}");
+    }
+    let layer = rope.layer(9).expect("an attention layer");
+    assert_eq!(
+        layer.spec.rotary_dim,
+        Some(layer.head_dim / 2),
+        "partial_rotary_factor 0.5"
+    );
+    config["attn_layer_indices"] = serde_json::Value::Null;
+    let rope = HfRope::from_config(&config).expect("read");
+    assert!((0..32).all(|i| rope.layer(i).is_none()), "{rope}");
+}

@@ -111,6 +111,9 @@ pub(super) struct TextConfig {
     pub per_layer_config: Option<Obj>,
     /// Mllama's cross-attention layers (no RoPE).
     pub cross_attention_layers: Option<Vec<Whole>>,
+    /// Bamba's attention layers (the others are Mamba layers; none listed: none).
+    #[serde(deserialize_with = "present")]
+    pub attn_layer_indices: Option<Option<Vec<Whole>>>,
     /// The epsilon of the model's RMS norms (Qwen3 and Gemma 3 QK-norm).
     pub rms_norm_eps: Option<f64>,
 }

@@ -14,7 +14,7 @@ use crate::frequencies::FrequencyError;
 use crate::spec::{OutputOrder, PairLayout, RopeSpec};
 
 /// Layer kinds without attention: no RoPE whatever the family.
-const NON_ATTENTION: [&str; 2] = ["linear_attention", "conv"];
+const NON_ATTENTION: [&str; 3] = ["linear_attention", "conv", "mamba"];
 
 impl Reader<'_> {
     /// The RoPE of a family read by `rules`.
@@ -22,6 +22,7 @@ impl Reader<'_> {
         let n = self.num_layers()? as usize;
         let kinds: Vec<&str> = match self.check_layer_types()? {
             Some(k) => k,
+            None if rules.gate == Gate::AttentionLayerIndices => self.attention_layers(n),
             None => match self.pattern(rules)? {
                 Some(p) => (0..n as u64)
                     .map(|i| {
@@ -104,6 +105,8 @@ impl Reader<'_> {
                             }
                         }
                         Gate::NotCrossAttention => !cross.contains(&(i as u64)),
+                        // The kinds say it (`attention_layers`).
+                        Gate::AttentionLayerIndices => true,
                     }
             })
             .collect())
@@ -171,6 +174,28 @@ impl Reader<'_> {
                 _ => "linear_attention",
             })
             .collect())
+    }
+
+    /// Layer kinds from `attn_layer_indices` (Bamba): the listed layers attend, the others
+    /// are Mamba layers; null or absent, every layer is (as transformers builds the model).
+    fn attention_layers(&self, n: usize) -> Vec<&'static str> {
+        let listed: HashSet<u64> = self
+            .text
+            .attn_layer_indices
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|w| w.0)
+            .collect();
+        (0..n as u64)
+            .map(|i| {
+                if listed.contains(&i) {
+                    "full_attention"
+                } else {
+                    "mamba"
+                }
+            })
+            .collect()
     }
 
     /// Each of the `n` layers' own head_dim where `per_layer_config` gives one (Gemma-style

@@ -40,6 +40,8 @@ pub(super) enum Gate {
     NoRopeLayers,
     /// Every layer except those in `cross_attention_layers` (Mllama).
     NotCrossAttention,
+    /// Only the layers in `attn_layer_indices`; the others are Mamba layers (Bamba).
+    AttentionLayerIndices,
 }
 
 /// One family's rules.

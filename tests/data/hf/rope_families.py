@@ -454,7 +454,11 @@ def reading_rules(rec, text):
     attn = [not (i < len(layer_types) and layer_types[i] in NON_ATTENTION) for i in range(n)]
     rotating = [x is not None for x in layers]
     gate = None
-    if rotating == attn:
+    if getattr(text, "attn_layer_indices", None) is not None and rotating == [
+            i in text.attn_layer_indices for i in range(n)]:
+        # Bamba: the class derives its layer kinds from the list, which the file holds.
+        gate = "attention_layer_indices"
+    elif rotating == attn:
         gate = "all"
     elif layer_types and rotating == [a and layer_types[i] == "sliding_attention" for i, a in enumerate(attn)]:
         src = "".join(inspect.getsource(a.forward) for a in attention_classes(text_model_module(text))
@@ -467,6 +471,7 @@ def reading_rules(rec, text):
     elif getattr(text, "cross_attention_layers", None) is not None and rotating == [
             a and i not in text.cross_attention_layers for i, a in enumerate(attn)]:
         gate = "not_cross_attention"
+
     if gate is None:
         return None, ("its layers skip the rotation by a rule of their own: HF rotates layers "
                       f"{[i for i, r in enumerate(rotating) if r][:12]}...")
@@ -531,6 +536,9 @@ OVERRIDES = {
     "glm4v_text": {"partial_rotary_factor": 0.5},
     "glm_image": {"text_config": {"partial_rotary_factor": 0.5}},
     "glm_image_text": {"partial_rotary_factor": 0.5},
+    # attn_layer_indices None: every layer a Mamba layer, none rotates (published Bamba
+    # checkpoints list their attention layers).
+    "bamba": {"attn_layer_indices": [1, 5]},
 }
 
 # Config classes of encoders and other parts that read no text tokens.
