@@ -97,6 +97,26 @@ impl<A> Positions<A> {
         }
     }
 
+    /// Checks that each array, of `len(array)` values, holds every value a `[batch, _, seq,
+    /// _]` view reads, as [`HostPositions::check_lengths`] does for host slices (for arrays
+    /// whose length the caller knows, e.g. the tensors of a framework).
+    pub fn check_counts(&self, batch: u64, seq: u64, len: impl Fn(&A) -> u64) -> Result<()> {
+        self.as_ref()
+            .try_map(batch, seq, |v, need| {
+                let available = len(v);
+                if available < need.count {
+                    Err(Error::PositionIdsTooShort {
+                        what: need.what,
+                        needed: need.count,
+                        available,
+                    })
+                } else {
+                    Ok(())
+                }
+            })
+            .map(drop)
+    }
+
     /// Each array given to `f` with what a `[batch, _, seq, _]` view reads from it; the
     /// results in the same variant, or the first error.
     pub(crate) fn try_map<B, E>(
@@ -149,19 +169,7 @@ impl<'a> Positions<&'a [u32]> {
     /// starts: `batch`; ids: `batch * seq`; M-RoPE axes: `3 * batch * seq`; varlen:
     /// `num_seqs + 1` (at least two) `cu_seqlens` and `num_seqs` offsets).
     pub fn check_lengths(&self, batch: u64, seq: u64) -> Result<()> {
-        self.try_map(batch, seq, |v, need| {
-            let available = v.len() as u64;
-            if available < need.count {
-                Err(Error::PositionIdsTooShort {
-                    what: need.what,
-                    needed: need.count,
-                    available,
-                })
-            } else {
-                Ok(())
-            }
-        })
-        .map(drop)
+        self.check_counts(batch, seq, |v| v.len() as u64)
     }
 
     /// HF's sequence length for length-dependent scalings: the largest position the view

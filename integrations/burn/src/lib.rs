@@ -51,7 +51,8 @@ use burn::backend::wgpu::wgpu;
 use burn::backend::wgpu::{CubeTensor, WgpuSetup};
 use burn::backend::{Cube, TensorMetadata};
 use burn::cubecl::wgpu::{AutoCompiler, WgpuServer};
-use burn::tensor::{DType, Device, Int, Tensor};
+use burn::tensor::kind::Basic;
+use burn::tensor::{BackendPrimitive, DType, Device, Int, Tensor};
 use wgpu_posenc::{
     ArrayView, CacheIndex, Dtype, KvCache, Layout, PosEnc, Positions, QkNorm, QkvCall, Rope,
     RopeCall, RopeSpec, SinusoidalSpec, TensorView,
@@ -263,7 +264,7 @@ impl BurnPosEnc {
     ) -> Result<Tensor<4>> {
         let x = self.primitive(x, "x")?;
         let out = (!x.can_mut()).then(|| self.empty_like(&x));
-        let positions = self.positions(positions)?;
+        let positions = self.positions(positions, &x)?;
         let bx = self.bind(&x, "x")?;
         let bo = out.as_ref().map(|o| self.bind(o, "x")).transpose()?;
         let views = positions.views();
@@ -271,7 +272,7 @@ impl BurnPosEnc {
         if let Some(o) = &bo {
             call = call.with_output(view(o));
         }
-        self.submit(&[&x], |e| {
+        self.submit(&x, |e| {
             positions.record_copies(e);
             rope.encode_call(e, &call).map(drop)
         })?;
@@ -296,11 +297,11 @@ impl BurnPosEnc {
                 self.apply(rope, Tensor::from_primitive::<Cube>(k), positions2)?,
             ));
         }
-        let positions = self.positions(positions)?;
+        let positions = self.positions(positions, &q)?;
         let (bq, bk) = (self.bind(&q, "q")?, self.bind(&k, "k")?);
         let views = positions.views();
         let call = RopeCall::new(view(&bq), views).with_k(view(&bk));
-        self.submit(&[&q, &k], |e| {
+        self.submit(&q, |e| {
             positions.record_copies(e);
             rope.encode_call(e, &call).map(drop)
         })?;
@@ -338,9 +339,9 @@ impl BurnPosEnc {
             }
         }
         let shape = x.shape();
-        let q_heads = shape[1].saturating_sub(2 * kv_heads as usize);
+        let q_heads = (shape[1] as u64).saturating_sub(kv_heads.saturating_mul(2)) as usize;
         let out = (!x.can_mut()).then(|| self.empty(&x, &[shape[0], q_heads, shape[2], shape[3]]));
-        let positions = self.positions(positions)?;
+        let positions = self.positions(positions, &x)?;
         let bx = self.bind(&x, "qkv")?;
         let bo = out.as_ref().map(|o| self.bind(o, "Q out")).transpose()?;
         let (bk, bv) = (self.bind(&k, "the K cache")?, self.bind(&v, "the V cache")?);
@@ -357,7 +358,7 @@ impl BurnPosEnc {
         if let Some(norm) = norm {
             call = call.with_qk_norm(norm);
         }
-        self.submit(&[&x, &k, &v], |e| {
+        self.submit(&x, |e| {
             positions.record_copies(e);
             rope.encode_qkv(e, &call).map(drop)
         })?;
@@ -381,11 +382,27 @@ impl BurnPosEnc {
         seq: usize,
         start: u32,
     ) -> Result<Tensor<2>> {
+        // CubeCL allocates a tensor as one storage binding: check the size before burn
+        // does (its shape product would overflow first).
+        let bytes = (seq as u64).saturating_mul(spec.d_model).saturating_mul(4);
+        let limit = self
+            .posenc
+            .device()
+            .limits()
+            .max_storage_buffer_binding_size;
+        if bytes > limit {
+            return Err(wgpu_posenc::Error::BufferLimit {
+                what: "the sinusoidal table (burn allocates a tensor as one storage binding)",
+                bytes,
+                limit,
+            }
+            .into());
+        }
         let empty = Tensor::<2>::empty([seq, spec.d_model as usize], &self.device);
-        let t = self.primitive2(empty)?;
+        let t = self.primitive(empty, "the table")?;
         let b = self.bind_rows(&t)?;
         let view = TensorView::new(&b.buffer, b.layout).with_dtype(b.dtype);
-        self.submit(&[&t], |e| {
+        self.submit(&t, |e| {
             self.posenc
                 .encode_sinusoidal_table(e, spec, &view, start)
                 .map(drop)
@@ -393,8 +410,15 @@ impl BurnPosEnc {
         Ok(Tensor::from_primitive::<Cube>(t))
     }
 
-    /// The CubeCL tensor under `x`, checked to be on this bridge's device.
-    fn primitive(&self, x: Tensor<4>, what: &'static str) -> Result<CubeTensor> {
+    /// The CubeCL tensor under `x` (float or int), checked to be on this bridge's device.
+    fn primitive<const D: usize, K>(
+        &self,
+        x: Tensor<D, K>,
+        what: &'static str,
+    ) -> Result<CubeTensor>
+    where
+        K: Basic + BackendPrimitive<Cube, Primitive = CubeTensor>,
+    {
         if x.device() != self.device {
             return Err(Error::OtherDevice {
                 what,
@@ -404,13 +428,6 @@ impl BurnPosEnc {
         }
         x.try_into_primitive::<Cube>().map_err(|e| Error::NotWgpu {
             what,
-            detail: format!("{e:?}"),
-        })
-    }
-
-    fn primitive2(&self, x: Tensor<2>) -> Result<CubeTensor> {
-        x.try_into_primitive::<Cube>().map_err(|e| Error::NotWgpu {
-            what: "the table",
             detail: format!("{e:?}"),
         })
     }
@@ -485,7 +502,15 @@ impl BurnPosEnc {
     /// WebGPU refuses one buffer bound read-only (the positions) and writable (the tensor)
     /// in one dispatch. The copy is a few bytes a token; calls on the queue are ordered, so
     /// the buffer is reused from call to call.
-    fn positions(&self, positions: Positions<Tensor<1, Int>>) -> Result<BoundPositions> {
+    fn positions(
+        &self,
+        positions: Positions<Tensor<1, Int>>,
+        x: &CubeTensor,
+    ) -> Result<BoundPositions> {
+        // The kernels check an array against its buffer, here the scratch buffer: the counts
+        // are checked against the tensors first.
+        let shape = x.shape();
+        positions.check_counts(shape[0] as u64, shape[2] as u64, |t| t.dims()[0] as u64)?;
         let mut arrays = Vec::new();
         let mut first_error = None;
         let shape = positions.map(|t| {
@@ -545,17 +570,7 @@ impl BurnPosEnc {
 
     fn bind_ids(&self, t: Tensor<1, Int>) -> Result<(CubeTensor, Bound)> {
         let what = "positions";
-        if t.device() != self.device {
-            return Err(Error::OtherDevice {
-                what,
-                found: format!("{:?}", t.device()),
-                ours: format!("{:?}", self.device),
-            });
-        }
-        let p = t.try_into_primitive::<Cube>().map_err(|e| Error::NotWgpu {
-            what,
-            detail: format!("{e:?}"),
-        })?;
+        let p = self.primitive(t, what)?;
         if !matches!(p.dtype, DType::I32 | DType::U32) {
             return Err(Error::Dtype {
                 what,
@@ -577,17 +592,16 @@ impl BurnPosEnc {
         Ok((p, b))
     }
 
-    /// Submits burn's queued work for `tensors`' stream, then what `encode` records.
+    /// Submits burn's queued work on the calling thread's stream (every tensor of a call is
+    /// on the bridge's one device: `x`'s client is theirs), then what `encode` records.
     fn submit(
         &self,
-        tensors: &[&CubeTensor],
+        x: &CubeTensor,
         encode: impl FnOnce(&mut wgpu::CommandEncoder) -> wgpu_posenc::Result<()>,
     ) -> Result<()> {
-        for t in tensors {
-            t.client
-                .flush()
-                .map_err(|e| Error::Runtime(format!("{e:?}")))?;
-        }
+        x.client
+            .flush()
+            .map_err(|e| Error::Runtime(format!("{e:?}")))?;
         let device = self.posenc.device();
         let mut encoder = device.create_command_encoder(&Default::default());
         encode(&mut encoder)?;
@@ -671,7 +685,9 @@ fn layout_of(x: &CubeTensor, what: &'static str) -> Result<Layout> {
     if shape[3] > 1 && strides[3] != 1 {
         return Err(refuse("its rows (the last axis) are not contiguous"));
     }
-    if (0..3).any(|a| shape[a] > 1 && strides[a] == 0) {
+    // An empty tensor has nothing to overlap (burn gives its axes stride 0).
+    let empty = shape.contains(&0);
+    if !empty && (0..3).any(|a| shape[a] > 1 && strides[a] == 0) {
         return Err(refuse("an axis is broadcast (stride 0): its rows overlap"));
     }
     Ok(Layout {
