@@ -267,6 +267,27 @@ fn burn_operations_before_and_after_in_one_stream() {
     assert!(max_diff(&got, &want) < 2e-6);
 }
 
+/// `x` stored as `E` (`dtype`), rotated by the bridge at position 3 and read back as its
+/// bytes; the values as stored and as rotated, widened.
+fn rotate_stored<E>(
+    dtype: DType,
+    from_f32: fn(f32) -> E,
+    x: &[f32],
+    shape: [usize; 4],
+    rope: &wgpu_posenc::Rope,
+) -> Result<(Vec<f32>, Vec<f32>), Error>
+where
+    E: burn::tensor::Element + Into<f32> + Copy,
+{
+    let b = bridge();
+    let stored: Vec<E> = x.iter().map(|&v| from_f32(v)).collect();
+    let t = Tensor::<4>::from_data(TensorData::new(stored.clone(), shape), (b.device(), dtype));
+    let got = b.apply(rope, t, Positions::Start(3))?;
+    let got = got.into_data().try_to_vec::<E>().expect("read back");
+    let widen = |v: Vec<E>| v.into_iter().map(Into::into).collect();
+    Ok((widen(stored), widen(got)))
+}
+
 #[test]
 fn every_float_dtype() {
     // f16 and bf16 tensors uploaded and read back as their bytes: CubeCL's WGSL compiler
@@ -279,58 +300,25 @@ fn every_float_dtype() {
     let spec = RopeSpec::new();
     let rope = b.rope(&spec, 64).expect("rope");
     let x = rng.values(shape.iter().product());
-    let check = |stored: Vec<f32>, got: Vec<f32>, ulp: f64, what: &str| {
+    let check = |(stored, got): (Vec<f32>, Vec<f32>), ulp: f64, what: &str| {
         let want = rope_reference(&spec, shape, &stored, HostPositions::Start(3));
         let err = max_diff(&got, &want);
         // One rounding to the stored type of values below 2 in magnitude.
         assert!(err <= 2.0 * ulp, "{what}: {err:e}");
     };
-    // f16 (where the adapter has SHADER_F16).
-    let halves: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
-    let t = Tensor::<4>::from_data(
-        TensorData::new(halves.clone(), shape),
-        (b.device(), DType::F16),
-    );
-    match b.apply(&rope, t, Positions::Start(3)) {
-        Ok(got) => {
-            let got: Vec<f32> = got
-                .into_data()
-                .try_to_vec::<f16>()
-                .expect("f16")
-                .into_iter()
-                .map(f16::to_f32)
-                .collect();
-            check(
-                halves.iter().map(|h| h.to_f32()).collect(),
-                got,
-                2f64.powi(-10),
-                "f16",
-            );
-        }
-        Err(Error::PosEnc(wgpu_posenc::Error::MissingFeature { .. })) => {}
+    // f16 wherever the device has SHADER_F16 (not the GL backend).
+    let has_f16 = b
+        .posenc()
+        .device()
+        .features()
+        .contains(burn::backend::wgpu::wgpu::Features::SHADER_F16);
+    match rotate_stored(DType::F16, f16::from_f32, &x, shape, &rope) {
+        Ok(r) => check(r, 2f64.powi(-10), "f16"),
+        Err(Error::PosEnc(wgpu_posenc::Error::MissingFeature { .. })) if !has_f16 => {}
         Err(e) => panic!("f16: {e}"),
     }
-    // bf16.
-    let brains: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
-    let t = Tensor::<4>::from_data(
-        TensorData::new(brains.clone(), shape),
-        (b.device(), DType::BF16),
-    );
-    let got: Vec<f32> = b
-        .apply(&rope, t, Positions::Start(3))
-        .expect("bf16")
-        .into_data()
-        .try_to_vec::<bf16>()
-        .expect("bf16")
-        .into_iter()
-        .map(bf16::to_f32)
-        .collect();
-    check(
-        brains.iter().map(|h| h.to_f32()).collect(),
-        got,
-        2f64.powi(-7),
-        "bf16",
-    );
+    let r = rotate_stored(DType::BF16, bf16::from_f32, &x, shape, &rope).expect("bf16");
+    check(r, 2f64.powi(-7), "bf16");
 }
 
 #[test]
@@ -521,4 +509,51 @@ fn a_shared_projection_gives_q_in_a_new_tensor() {
         x,
         "the clone of the projection keeps its values"
     );
+}
+
+#[test]
+fn bad_calls_are_typed_errors() {
+    let b = bridge();
+    let mut rng = Rng(13);
+    let rope = b.rope(&RopeSpec::new(), 32).expect("rope");
+    // An empty tensor: nothing to rotate.
+    let empty = Tensor::<4>::empty([1, 2, 0, 32], b.device());
+    let out = b.apply(&rope, empty, Positions::Start(0)).expect("empty");
+    assert_eq!(out.dims(), [1, 2, 0, 32]);
+    // A head of another size than the prepared one.
+    let wrong = tensor(rng.values(2 * 4 * 16), [1, 2, 4, 16]);
+    assert!(matches!(
+        b.apply(&rope, wrong, Positions::Start(0)),
+        Err(Error::PosEnc(_))
+    ));
+    // Positions of a dtype the kernels do not read.
+    let ids = Tensor::<1, Int>::from_data(
+        TensorData::new(vec![0i64, 1, 2, 3], [4]),
+        (b.device(), DType::I64),
+    );
+    let x = tensor(rng.values(4 * 32), [1, 1, 4, 32]);
+    assert!(matches!(
+        b.apply(&rope, x, Positions::Ids(ids)),
+        Err(Error::Dtype { .. })
+    ));
+    // Too few position ids for the tokens.
+    let ids = Tensor::<1, Int>::from_data(TensorData::new(vec![0i32, 1], [2]), b.device());
+    let x = tensor(rng.values(4 * 32), [1, 1, 4, 32]);
+    assert!(b.apply(&rope, x, Positions::Ids(ids)).is_err());
+    // More KV heads than the projection holds, up to u64::MAX.
+    for kv in [3, u64::MAX] {
+        let qkv = tensor(rng.values(4 * 2 * 32), [1, 4, 2, 32]);
+        let cache = |rng: &mut Rng| tensor(rng.values(4 * 32), [1, 1, 4, 32]);
+        let (k, v) = (cache(&mut rng), cache(&mut rng));
+        assert!(
+            b.qkv(&rope, qkv, kv, Positions::Start(0), k, v, None)
+                .is_err(),
+            "kv_heads {kv}"
+        );
+    }
+    // A table past any buffer, and an empty one.
+    let spec = SinusoidalSpec::new(4096);
+    assert!(b.sinusoidal_table(&spec, usize::MAX / 8, 0).is_err());
+    let t = b.sinusoidal_table(&spec, 0, 0).expect("an empty table");
+    assert_eq!(t.dims(), [0, 4096]);
 }
