@@ -173,23 +173,19 @@ async fn run(seq: u64) -> Result<(), Failure> {
     let timer = Timer::new(&ctx);
     let roofline = Roofline::new(&ctx);
     let bytes = (n * 4) as u64;
-    let (mut rope_times, mut identity_times) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        let t = timer
-            .time_async(&ctx, |e| {
-                ctx.encode_rope(e, &spec, &view, Positions::Start(0))
-                    .map(drop)
-            })
-            .await?;
-        rope_times.push(t);
-        let t = timer
-            .time_async(&ctx, |e| {
-                roofline.encode_identity(e, &buffer, 0, bytes).map(drop)
-            })
-            .await?;
-        identity_times.push(t);
-    }
-    let (rope, identity) = (median(rope_times), median(identity_times));
+    let beside = Beside {
+        ctx: &ctx,
+        timer: &timer,
+        roofline: &roofline,
+        buffer: &buffer,
+        bytes,
+    };
+    let (rope, identity) = beside
+        .time(|e| {
+            ctx.encode_rope(e, &spec, &view, Positions::Start(0))
+                .map(drop)
+        })
+        .await?;
     let rate = |seconds: f64| 2.0 * bytes as f64 / seconds / 1e9;
     say(&format!(
         "rope in place {shape:?} f32 ({:.0} MiB, {} dispatch(es)): {:.2} ms, {:.2} GB/s read+write, max |error| {rope_err:.2e}",
@@ -219,21 +215,7 @@ async fn run(seq: u64) -> Result<(), Failure> {
     let k_cache: Vec<f32> =
         bytemuck::cast_slice(&ctx.read_buffer_async(&qkv.kv[0]).await?).to_vec();
     let qkv_err = qkv.error(&q, &got, &k_cache, &spec);
-    let (mut qkv_times, mut identity_times) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        qkv_times.push(
-            timer
-                .time_async(&ctx, |e| qkv.encode(&ctx, e, &spec))
-                .await?,
-        );
-        let t = timer
-            .time_async(&ctx, |e| {
-                roofline.encode_identity(e, &buffer, 0, bytes).map(drop)
-            })
-            .await?;
-        identity_times.push(t);
-    }
-    let (fused, identity) = (median(qkv_times), median(identity_times));
+    let (fused, identity) = beside.time(|e| qkv.encode(&ctx, e, &spec)).await?;
     let device = ctx.device();
     let sum = if device.features().contains(wgpu::Features::SUBGROUP)
         && device.adapter_info().subgroup_min_size >= 8
@@ -393,6 +375,35 @@ fn rope_error(q: &[f32], rotated: &[f32], spec: &RopeSpec, layout: &Layout, seq:
         }
     }
     err
+}
+
+/// A kernel timed beside the identity shader over the same bytes.
+struct Beside<'a> {
+    ctx: &'a PosEnc,
+    timer: &'a Timer,
+    roofline: &'a Roofline,
+    buffer: &'a wgpu::Buffer,
+    bytes: u64,
+}
+
+impl Beside<'_> {
+    /// Medians of three runs of `kernel` and of the identity shader, taken in turn.
+    async fn time(
+        &self,
+        kernel: impl Fn(&mut wgpu::CommandEncoder) -> wgpu_posenc::Result<()>,
+    ) -> wgpu_posenc::Result<(f64, f64)> {
+        let (mut kernel_times, mut identity_times) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            kernel_times.push(self.timer.time_async(self.ctx, &kernel).await?);
+            let identity = |e: &mut wgpu::CommandEncoder| {
+                self.roofline
+                    .encode_identity(e, self.buffer, 0, self.bytes)
+                    .map(drop)
+            };
+            identity_times.push(self.timer.time_async(self.ctx, identity).await?);
+        }
+        Ok((median(kernel_times), median(identity_times)))
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
