@@ -75,7 +75,7 @@ pub use kernels::pass::EncodeReport;
 pub use kernels::rope::{Rope, RopeCall};
 pub use positions::{HostPositions, Positions};
 pub use spec::{
-    Dtype, MRope, NormWeight, OutputOrder, PairLayout, QkNorm, RopeSpec, SinusoidalLayout,
-    SinusoidalSpec, Timescales,
+    Dtype, MRope, MRopeOrder, NormWeight, OutputOrder, PairLayout, QkNorm, RopeSpec,
+    SinusoidalLayout, SinusoidalSpec, Timescales,
 };
 pub use tensor::{ArrayView, CosSinCache, Dims, Layout, TensorView};

@@ -90,20 +90,35 @@ impl Dtype {
 /// axes (temporal, height, width) of [`Positions::Axes`](crate::Positions::Axes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MRope {
-    /// Pairs per axis (HF `mrope_section`), summing to `r / 2`.
+    /// Pairs per axis `[t, h, w]`, summing to `r / 2` (HF's `mrope_section`, whose key order
+    /// is the family's: ERNIE 4.5 VL writes `[h, w, t]`).
     pub section: [u64; 3],
-    /// `false`: contiguous sections `[t.. | h.. | w..]` (Qwen2-VL, Qwen2.5-VL).
-    /// `true`: interleaved `t h w t h w ...` while each axis has pairs left (Qwen3-VL).
-    pub interleaved: bool,
+    /// Which pairs read which axis.
+    pub order: MRopeOrder,
+}
+
+/// How the pairs of [`MRope`] are assigned to the three axes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MRopeOrder {
+    /// Contiguous sections `[t.. | h.. | w..]` (Qwen2-VL, Qwen2.5-VL, GLM-4.1V).
+    #[default]
+    Chunks,
+    /// `t h w t h w ...` while each axis has pairs left, the rest temporal (Qwen3-VL,
+    /// HunYuan-VL v4).
+    Interleaved,
+    /// `h w h w ...` over the first `h + w` pairs (`h == w`), then the `t` pairs (ERNIE 4.5
+    /// VL, whose rotary module stacks the two spatial halves).
+    HwThenT,
 }
 
 impl MRope {
     /// Checks that the sections cover `pairs` pairs (at most half of
-    /// [`RopeSpec::MAX_HEAD_DIM`]).
+    /// [`RopeSpec::MAX_HEAD_DIM`]); [`MRopeOrder::HwThenT`] needs `h == w`.
     pub fn check(&self, pairs: u64) -> Result<()> {
         let [t, h, w] = self.section;
         if t.checked_add(h).and_then(|v| v.checked_add(w)) != Some(pairs)
             || pairs > RopeSpec::MAX_HEAD_DIM / 2
+            || (self.order == MRopeOrder::HwThenT && h != w)
         {
             return Err(Error::InvalidMRopeSection {
                 section: self.section,
@@ -119,22 +134,19 @@ impl MRope {
         self.check(pairs)?;
         let [t, h, w] = self.section;
         Ok((0..pairs)
-            .map(|j| {
-                if self.interleaved {
-                    // HF Qwen3-VL: pairs 1, 4, 7, .. below 3h take height, 2, 5, 8, .. below
-                    // 3w take width, all others temporal.
-                    match j % 3 {
-                        1 if j < 3 * h => 1,
-                        2 if j < 3 * w => 2,
-                        _ => 0,
-                    }
-                } else if j < t {
-                    0
-                } else if j < t + h {
-                    1
-                } else {
-                    2
-                }
+            .map(|j| match self.order {
+                // HF Qwen3-VL: pairs 1, 4, 7, .. below 3h take height, 2, 5, 8, .. below
+                // 3w take width, all others temporal.
+                MRopeOrder::Interleaved => match j % 3 {
+                    1 if j < 3 * h => 1,
+                    2 if j < 3 * w => 2,
+                    _ => 0,
+                },
+                MRopeOrder::Chunks if j < t => 0,
+                MRopeOrder::Chunks if j < t + h => 1,
+                MRopeOrder::Chunks => 2,
+                MRopeOrder::HwThenT if j < h + w => 1 + (j % 2) as u32,
+                MRopeOrder::HwThenT => 0,
             })
             .collect())
     }
@@ -233,12 +245,23 @@ impl RopeSpec {
         self
     }
 
-    /// Multimodal RoPE with `section` pairs per axis (temporal, height, width).
-    pub fn mrope(mut self, section: [u64; 3], interleaved: bool) -> Self {
-        self.mrope = Some(MRope {
+    /// Multimodal RoPE with `section` pairs per axis `[t, h, w]`, in contiguous chunks
+    /// (Qwen2-VL) or interleaved (`interleaved`: Qwen3-VL); other orders:
+    /// [`RopeSpec::mrope_order`].
+    pub fn mrope(self, section: [u64; 3], interleaved: bool) -> Self {
+        self.mrope_order(
             section,
-            interleaved,
-        });
+            if interleaved {
+                MRopeOrder::Interleaved
+            } else {
+                MRopeOrder::Chunks
+            },
+        )
+    }
+
+    /// Multimodal RoPE with `section` pairs per axis `[t, h, w]` in the order `order`.
+    pub fn mrope_order(mut self, section: [u64; 3], order: MRopeOrder) -> Self {
+        self.mrope = Some(MRope { section, order });
         self
     }
 

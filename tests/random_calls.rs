@@ -29,8 +29,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngSeed};
 use wgpu_posenc::Dims;
 use wgpu_posenc::{
-    ArrayView, CosSinCache, Dtype, HostPositions, Layout, OutputOrder, PairLayout, Positions,
-    RopeCall, RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+    ArrayView, CosSinCache, Dtype, HostPositions, Layout, MRopeOrder, OutputOrder, PairLayout,
+    Positions, RopeCall, RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView,
+    reference,
 };
 
 /// Calls made, and calls that ran and were compared with the reference (the rest returned
@@ -228,7 +229,12 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                         // M-RoPE sections covering the rotary pairs when they can.
                         let pairs = spec.rotary_dim.unwrap_or(layout.shape[3]) / 2;
                         let t = pairs / 3;
-                        spec = spec.mrope([t, t, pairs - 2 * t], seed % 2 == 0);
+                        let order = [
+                            MRopeOrder::Chunks,
+                            MRopeOrder::Interleaved,
+                            MRopeOrder::HwThenT,
+                        ][(seed % 3) as usize];
+                        spec = spec.mrope_order([pairs - 2 * t, t, t], order);
                         Pos::Axes(ids(3 * b * s, false))
                     }
                 };

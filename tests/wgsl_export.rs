@@ -377,7 +377,7 @@ fn angle_words_are_the_kernels_fixed_point_revolutions() {
         );
         let mrope = wgpu_posenc::MRope {
             section: [head_dim / 2, 0, 0],
-            interleaved: false,
+            order: wgpu_posenc::MRopeOrder::Chunks,
         };
         assert!(mrope.axes(head_dim / 2).is_err(), "{head_dim}");
     }

@@ -59,8 +59,12 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 #[serde(default)]
 pub(super) struct TopConfig {
     pub model_type: Option<String>,
-    /// The language model's config in multimodal files.
+    /// The language model's config in multimodal files (type-checked here; found by
+    /// `text_key` with the other names of a language model's sub-config).
     pub text_config: Option<Obj>,
+    pub decoder: Option<Obj>,
+    pub generator: Option<Obj>,
+    pub decoder_config: Option<Obj>,
 }
 
 /// The text config: every key a family's configuration class reads for RoPE.

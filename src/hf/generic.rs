@@ -7,11 +7,11 @@ use serde_json::Value;
 
 use super::config::{Pattern, RopeDict, parse, truthy};
 use super::reader::Reader;
-use super::table::{Gate, Rules, TableLayout};
+use super::table::{Gate, Rules, TableLayout, TableMropeOrder};
 use super::{HfRope, LayerRope};
 use crate::error::Result;
 use crate::frequencies::FrequencyError;
-use crate::spec::{OutputOrder, PairLayout, RopeSpec};
+use crate::spec::{MRopeOrder, OutputOrder, PairLayout, RopeSpec};
 
 /// Layer kinds without attention: no RoPE whatever the family.
 const NON_ATTENTION: [&str; 3] = ["linear_attention", "conv", "mamba"];
@@ -266,9 +266,24 @@ impl Reader<'_> {
             .pair_layout(layout)
             .scaling(scaling)
             .inverse(rules.inverse);
-        if let Some(m) = rules.mrope {
-            let section = dict.mrope_section.map_or(m.section, |s| s.map(|w| w.0));
-            spec = spec.mrope(section, m.interleaved);
+        if let Some(m) = &rules.mrope {
+            let section = match dict.mrope_section {
+                None => m.section,
+                Some(s) => {
+                    // The file's entries in the family's key order, as [t, h, w].
+                    let mut section = [0; 3];
+                    for (key, w) in m.section_keys.bytes().zip(s) {
+                        section[b"thw".iter().position(|&a| a == key).unwrap_or(0)] = w.0;
+                    }
+                    section
+                }
+            };
+            let order = match m.order {
+                TableMropeOrder::Chunks => MRopeOrder::Chunks,
+                TableMropeOrder::Interleaved => MRopeOrder::Interleaved,
+                TableMropeOrder::HwThenT => MRopeOrder::HwThenT,
+            };
+            spec = spec.mrope_order(section, order);
         }
         let mut rope = Self::partial(spec, head_dim, partial)?;
         rope.hf_order = order;

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::frequencies::{FrequencyError, Scaling};
-use crate::spec::{NormWeight, OutputOrder, PairLayout, RopeSpec};
+use crate::spec::{MRopeOrder, NormWeight, OutputOrder, PairLayout, RopeSpec};
 use config::{TextConfig, TopConfig, kind, parse};
 use reader::Reader;
 
@@ -103,13 +103,13 @@ impl HfRope {
             key: "model_type",
             rope_type: "any".into(),
         })?;
-        // The language model's config: `text_config` where there is one; Qwen2-VL files of
-        // transformers 4.x are flat and build it from the top-level keys.
-        let text: TextConfig = match top.text_config {
-            Some(t) => parse(Value::Object(t), "text_config")?,
+        // The language model's config: the sub-config where there is one; Qwen2-VL files
+        // of transformers 4.x are flat and build it from the top-level keys.
+        let text: TextConfig = match text_key(config)? {
+            Some(key) => parse(config[key].clone(), key)?,
             None => top_level(config)?,
         };
-        let text_type = match (&text.model_type, top_has_text(config)) {
+        let text_type = match (&text.model_type, text_key(config)?.is_some()) {
             (Some(own), true) => own.clone(),
             (None, true) => format!("{model_type}_text"),
             (_, false) => model_type,
@@ -298,9 +298,27 @@ fn family_names() -> String {
     names.join(", ")
 }
 
-/// Whether `config` has a `text_config` object.
-fn top_has_text(config: &Value) -> bool {
-    config.get("text_config").is_some_and(Value::is_object)
+/// The key of the language model's sub-config, as `get_text_config(decoder=True)` finds
+/// it: one of `text_config`, `decoder` (T5Gemma), `generator`, where it is an object (two
+/// are ambiguous, and transformers refuses them), else Dia's `decoder_config`.
+fn text_key(config: &Value) -> Result<Option<&'static str>, FrequencyError> {
+    // Each present one an object or null (a wrong type names its key).
+    let TopConfig { .. } = top_level(config)?;
+    let object = |k: &str| config.get(k).is_some_and(Value::is_object);
+    let found: Vec<&'static str> = ["text_config", "decoder", "generator"]
+        .into_iter()
+        .filter(|k| object(k))
+        .collect();
+    match found[..] {
+        [] => Ok(object("decoder_config").then_some("decoder_config")),
+        [k] => Ok(Some(k)),
+        _ => Err(FrequencyError::InvalidConfigValue {
+            key: found.join(", "),
+            expected: "one language-model sub-config (transformers' get_text_config refuses \
+                       a file with more: keep the one the model generates with)",
+            found: format!("{} sub-configs", found.len()),
+        }),
+    }
 }
 
 impl RopeSpec {
@@ -409,10 +427,10 @@ impl std::fmt::Display for LayerRope {
             write!(f, ", rotated by -angle")?;
         }
         if let Some(m) = s.mrope {
-            let kind = if m.interleaved {
-                "interleaved"
-            } else {
-                "contiguous"
+            let kind = match m.order {
+                MRopeOrder::Chunks => "contiguous",
+                MRopeOrder::Interleaved => "interleaved",
+                MRopeOrder::HwThenT => "h w alternating, then t",
             };
             write!(f, ", M-RoPE sections {:?} ({kind})", m.section)?;
         }

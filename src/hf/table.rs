@@ -71,12 +71,24 @@ pub(super) struct Rules {
 }
 
 /// A family's M-RoPE, as transformers' rotary module reads the axes.
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 pub(super) struct TableMrope {
     /// Pairs per axis (t, h, w) of the default config.
     pub section: [u64; 3],
-    /// Pairs cycle t, h, w (Qwen3-VL) rather than taking contiguous chunks (Qwen2-VL).
-    pub interleaved: bool,
+    /// Which pairs read which axis.
+    pub order: TableMropeOrder,
+    /// The axis each entry of the config's `mrope_section` counts, in the file's order
+    /// (`"thw"`; ERNIE 4.5 VL: `"hwt"`).
+    pub section_keys: String,
+}
+
+/// [`MRopeOrder`](crate::MRopeOrder) as the table writes it.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum TableMropeOrder {
+    Chunks,
+    Interleaved,
+    HwThenT,
 }
 
 #[derive(Deserialize)]

@@ -6,7 +6,7 @@
 //! that is returned compiles (naga) beside a kernel that declares the crate's internal names.
 
 use proptest::prelude::*;
-use wgpu_posenc::{MRope, PairLayout, RopeSpec, Scaling, reference, wgsl};
+use wgpu_posenc::{MRope, MRopeOrder, PairLayout, RopeSpec, Scaling, reference, wgsl};
 
 use super::common::ctx;
 
@@ -51,7 +51,7 @@ pub fn words_strategy() -> impl Strategy<Value = WordsCase> {
         any::<bool>(),
         any::<bool>(),
         scaling,
-        0u8..4,
+        0u8..5,
         prop_oneof![Just(0u64), 1u64..100_000, Just(u64::MAX)],
         any::<u64>(),
     )
@@ -72,7 +72,8 @@ pub fn words_strategy() -> impl Strategy<Value = WordsCase> {
                     let t = pairs / 3 + seed % 2;
                     spec.mrope = Some(MRope {
                         section: [t, pairs / 3, pairs.saturating_sub(t + pairs / 3)],
-                        interleaved: mrope == 3,
+                        order: [MRopeOrder::Chunks, MRopeOrder::Interleaved, MRopeOrder::HwThenT]
+                            [usize::from(mrope - 2)],
                     });
                 }
                 WordsCase {
