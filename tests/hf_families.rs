@@ -21,15 +21,9 @@ use wgpu_posenc::{
 };
 
 const REFERENCE_TOL: f64 = 1e-9;
-/// Default configs HF runs that the crate refuses, and a word of the error that says why.
-const REFUSED: &[(&str, &str)] = &[
-    // 72 layer types, half of them "mlp" (a name outside transformers' list that Dory's
-    // config class alone accepts).
-    ("dory", "layer_types"),
-    // head_dim 4096 / 96 = 42 with factor 0.5: 21 rotary lanes, which HF pads to 22 with
-    // exponents over 21 (real GLM-4.5 files have head_dim 128).
-    ("glm4_moe", "partial_rotary_factor"),
-];
+/// Default configs HF runs that the crate refuses, and a word of the error that says why
+/// (none today: the list stays for the next such family).
+const REFUSED: &[(&str, &str)] = &[];
 const GPU_TOL: f64 = 1e-6;
 
 /// The generator's input: row i, lane k.
@@ -372,8 +366,20 @@ fn families_not_read_say_why() {
         "{e}"
     );
     // A family whose default config transformers itself cannot run: HF's error is the reason.
-    let e = refused(r#"{"model_type": "dbrx"}"#);
+    let e = refused(r#"{"model_type": "qwen4_exp"}"#);
     assert!(e.contains("does not run"), "{e}");
+    // A rotation the crate's M-RoPE cannot express (four position axes), by name.
+    let e = refused(r#"{"model_type": "hunyuan_vl", "text_config": {}}"#);
+    assert!(e.contains("4 position axes"), "{e}");
+    // A config whose model has no rotary module (Moshi's depth decoder).
+    let e = refused(r#"{"model_type": "moshi_depth"}"#);
+    assert!(e.contains("has no rotary embedding"), "{e}");
+    // Two language-model sub-configs: transformers' get_text_config refuses the file too.
+    let e = refused(
+        r#"{"model_type": "t5gemma", "decoder": {"model_type": "t5_gemma_module"},
+            "text_config": {"model_type": "t5_gemma_module"}}"#,
+    );
+    assert!(e.contains("text_config, decoder"), "{e}");
     // Not a transformers model type at all.
     let e = refused(r#"{"model_type": "no_such_family"}"#);
     assert!(e.contains("not a transformers 5.24 family"), "{e}");

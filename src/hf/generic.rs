@@ -10,7 +10,7 @@ use super::reader::Reader;
 use super::table::{Gate, Rules, TableLayout, TableMropeOrder};
 use super::{HfRope, LayerRope};
 use crate::error::Result;
-use crate::frequencies::FrequencyError;
+use crate::frequencies::{FrequencyError, Scaling};
 use crate::spec::{MRopeOrder, OutputOrder, PairLayout, RopeSpec};
 
 /// Layer kinds without attention: no RoPE whatever the family.
@@ -285,7 +285,27 @@ impl Reader<'_> {
             };
             spec = spec.mrope_order(section, order);
         }
-        let mut rope = Self::partial(spec, head_dim, partial)?;
+        let odd = (head_dim as f64 * partial) as u64;
+        let mut rope = if rules.odd_width_pads && odd % 2 == 1 && odd < head_dim {
+            // base^(-2j / w) over w + 1 lanes is base'^(-2j / (w + 1)), base' = base^((w+1)/w).
+            if spec.scaling != Scaling::Default {
+                return Err(FrequencyError::InvalidConfigValue {
+                    key: "partial_rotary_factor".into(),
+                    expected: "an even rotary width where the rope type is not \"default\" \
+                               (its formulas are sized by the width)",
+                    found: format!("{partial} (head_dim {head_dim}: {odd} lanes)"),
+                }
+                .into());
+            }
+            let padded = base.powf((odd + 1) as f64 / odd as f64);
+            LayerRope {
+                spec: spec.base(padded).rotary_dim(odd + 1),
+                head_dim,
+                hf_order: order,
+            }
+        } else {
+            Self::partial(spec, head_dim, partial)?
+        };
         rope.hf_order = order;
         Ok(rope)
     }

@@ -137,11 +137,19 @@ impl HfRope {
                 (read_family.read)(&read, text_type)?
             }
             None => match table::rules(family) {
-                Some(rules) => Reader {
-                    text: &text,
-                    default_layers: rules.layers,
+                Some(rules) => {
+                    let key = text_key(config)?;
+                    let own = key.map_or(config, |k| &config[k]);
+                    let class_view: Option<TextConfig> = rules
+                        .class_view(own)
+                        .map(|v| parse(v, key.unwrap_or("")))
+                        .transpose()?;
+                    Reader {
+                        text: class_view.as_ref().unwrap_or(&text),
+                        default_layers: rules.layers,
+                    }
+                    .by_rules(rules, text_type)?
                 }
-                .by_rules(rules, text_type)?,
                 None => {
                     return Err(match table::refused(family) {
                         Some(reason) => FrequencyError::FamilyNotRead {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 /// How a family's HF code pairs lanes and orders its output.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -68,6 +69,45 @@ pub(super) struct Rules {
     pub mrope: Option<TableMrope>,
     /// Multi-head latent attention: the rotated head is `qk_rope_head_dim` wide.
     pub mla: bool,
+    /// The class's `attribute_map`: a standard key (`hidden_size`) the file writes under
+    /// the family's own name (DBRX: `d_model`).
+    #[serde(default)]
+    pub attribute_map: BTreeMap<String, String>,
+    /// Dory: a file's `layer_types` lists an `"mlp"` block after each layer's attention block,
+    /// and `num_hidden_layers` counts both; the class keeps every other one and halves it.
+    #[serde(default)]
+    pub mlp_blocks: bool,
+    /// An odd `int(head_dim * partial_rotary_factor)` = w is not refused: HF's frequencies are
+    /// `base^(-2j / w)` and it rotates w + 1 lanes (GLM-4.5's default config).
+    #[serde(default)]
+    pub odd_width_pads: bool,
+}
+
+impl Rules {
+    /// The text config as the family's class reads it, where that differs from the file
+    /// (`attribute_map`, Dory's blocks); `None` where it is the file.
+    pub(super) fn class_view(&self, text: &Value) -> Option<Value> {
+        if self.attribute_map.is_empty() && !self.mlp_blocks {
+            return None;
+        }
+        let mut t = text.as_object()?.clone();
+        for (standard, own) in &self.attribute_map {
+            if let Some(v) = t.get(own).cloned() {
+                t.insert(standard.clone(), v);
+            }
+        }
+        if self.mlp_blocks
+            && let Some(Value::Array(blocks)) = t.get("layer_types")
+            && blocks.iter().any(|b| b == "mlp")
+        {
+            let kinds: Vec<Value> = blocks.iter().step_by(2).cloned().collect();
+            t.insert("layer_types".into(), Value::Array(kinds));
+            if let Some(n) = t.get("num_hidden_layers").and_then(Value::as_u64) {
+                t.insert("num_hidden_layers".into(), Value::from(n / 2));
+            }
+        }
+        Some(Value::Object(t))
+    }
 }
 
 /// A family's M-RoPE, as transformers' rotary module reads the axes.

@@ -767,6 +767,10 @@ def reading_rules(rec, text):
                 break
     except Exception:  # noqa: BLE001 - a class that needs more to instantiate: no pattern
         pass
+    own = (getattr(text, "rope_parameters", None) or {}).get("mrope_section")
+    if own is not None and len(own) != 3:
+        return None, (f"M-RoPE over {len(own)} position axes (mrope_section {own}, HunYuan's "
+                      "XD-RoPE); the crate's M-RoPE has three (t, h, w)")
     # M-RoPE: each pair's axis from HF's module; the crate's MRope says it as a section per
     # axis, in contiguous chunks or cycling t, h, w (tests/hf_families.rs checks the pairs).
     mrope = None
@@ -823,7 +827,32 @@ def reading_rules(rec, text):
         "sliding_window_pattern": pattern,
         "mrope": mrope,
         "mla": getattr(text, "qk_rope_head_dim", None) is not None,
+        # The class's other names of standard keys (DBRX's `d_model` for hidden_size, JetMoe's
+        # `kv_channels` for head_dim), which config.json files use.
+        "attribute_map": dict(getattr(cls, "attribute_map", {}) or {}),
+        # Dory: config.json lists (attention, "mlp") blocks, two per layer, and doubles
+        # num_hidden_layers; the class takes every other block and halves it.
+        "mlp_blocks": mlp_blocks(text),
+        # An odd int(head_dim * partial_rotary_factor) that HF's code runs (GLM-4.5's default):
+        # its frequencies are base^(-2j / odd), and it rotates the next even width.
+        "odd_width_pads": odd_width_pads(text, kinds),
     }, None
+
+
+def mlp_blocks(text):
+    saved = json.loads(text.to_json_string(use_diff=False))
+    lt = saved.get("layer_types") or []
+    return (len(lt) == 2 * len(getattr(text, "layer_types", None) or [None]) and
+            all(b == "mlp" for b in lt[1::2]))
+
+
+def odd_width_pads(text, kinds):
+    factor = ((getattr(text, "rope_parameters", None) or {}).get("partial_rotary_factor")
+              or getattr(text, "partial_rotary_factor", None))
+    if not isinstance(factor, float):
+        return False
+    odd = [int(k["head_dim"] * factor) for k in kinds]
+    return all(o % 2 == 1 and k["rotary_dim"] == o + 1 for o, k in zip(odd, kinds))
 
 
 # Families whose default config transformers 5.24 cannot build a model from (a key its model
@@ -1043,7 +1072,7 @@ SPECIAL = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_
            "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "phi3", "gpt_neox", "gptj",
            "codegen", "deepseek_v2", "deepseek_v3", "gemma3", "gemma4", "gpt_oss"}
 # Read by the crate's code of their own (src/hf/families.rs), not by the table.
-CRATE_REFUSES = {"dory", "glm4_moe"}  # tests/hf_families.rs: REFUSED
+CRATE_REFUSES = set()  # tests/hf_families.rs: REFUSED
 
 
 def write_tables(families, checkpoints):
@@ -1054,9 +1083,7 @@ def write_tables(families, checkpoints):
         return f["model_type"] in CRATE_REFUSES or (f.get("rules") is None and key not in SPECIAL)
 
     def why(f):
-        return {"dory": "72 layer types, half of them \"mlp\", a name only its class accepts",
-                "glm4_moe": "its default head_dim 42 with factor 0.5 gives 21 rotary lanes; "
-                            "published GLM-4.5 files read"}.get(f["model_type"], f.get("rules_missing"))
+        return f.get("rules_missing")
 
     read = [f for f in families if f["status"] == "read" and not crate_refuses(f)]
     refused = [f for f in families if f["status"] == "read" and crate_refuses(f)]
