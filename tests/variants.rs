@@ -12,8 +12,9 @@ use common::{
 };
 use wgpu_posenc::Dims;
 use wgpu_posenc::{
-    ArrayView, CosSinCache, Error, HostPositions, Layout, OutputOrder, PairLayout, Positions,
-    RopeCall, RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+    ArrayView, CosSinCache, Error, HostPositions, Layout, MRopeOrder, OutputOrder, PairLayout,
+    Positions, RopeCall, RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView,
+    reference,
 };
 
 const TOL: f64 = 1e-6;
@@ -442,13 +443,18 @@ fn bf16_within_one_rounding() {
 #[test]
 fn mrope_contiguous_and_interleaved_sections() {
     let mut rng = Rng::new(48);
-    // Qwen2-VL: head_dim 128, mrope_section [16, 24, 24]; Qwen3-VL interleaved [24, 20, 20].
-    for (section, interleaved) in [([16, 24, 24], false), ([24, 20, 20], true)] {
+    // Qwen2-VL: head_dim 128, mrope_section [16, 24, 24]; Qwen3-VL interleaved [24, 20, 20];
+    // ERNIE 4.5 VL: h, w alternating over 44 pairs, then 20 t pairs.
+    for (section, order) in [
+        ([16, 24, 24], MRopeOrder::Chunks),
+        ([24, 20, 20], MRopeOrder::Interleaved),
+        ([20, 22, 22], MRopeOrder::HwThenT),
+    ] {
         for pair_layout in LAYOUTS {
             let spec = RopeSpec::new()
                 .pair_layout(pair_layout)
                 .base(1_000_000.0)
-                .mrope(section, interleaved);
+                .mrope_order(section, order);
             let layout = Layout::bshd(Dims {
                 batch: 2,
                 heads: 3,
@@ -470,10 +476,24 @@ fn mrope_contiguous_and_interleaved_sections() {
                 &gpu,
                 &expected,
                 TOL,
-                &format!("mrope {section:?} {interleaved}"),
+                &format!("mrope {section:?} {order:?}"),
             );
         }
     }
+    // ERNIE's h and w halves are stacked pair by pair: unequal ones are refused, as HF's
+    // torch.stack refuses them.
+    let bad = RopeSpec::new().mrope_order([20, 23, 21], MRopeOrder::HwThenT);
+    let layout = Layout::bshd(Dims {
+        batch: 1,
+        heads: 1,
+        seq: 2,
+        head_dim: 128,
+    });
+    let mut x = guarded_input(&mut rng, &layout, 3);
+    assert!(matches!(
+        ctx().rope_host(&bad, layout, &mut x, HostPositions::Axes(&[1; 6])),
+        Err(Error::InvalidMRopeSection { .. })
+    ));
     // Text tokens have the same position on every axis: plain RoPE, bit for bit.
     let layout = Layout::bshd(Dims {
         batch: 1,

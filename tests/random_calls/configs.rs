@@ -176,13 +176,20 @@ fn value(rng: &mut Rng) -> Value {
     }
 }
 
-/// The object a mutation goes into: the top level, the text config, or a rope dict.
+/// The object a mutation goes into: the top level, the text config (or an encoder-decoder's
+/// decoder), or a rope dict.
 fn target<'a>(config: &'a mut Value, rng: &mut Rng) -> Option<&'a mut Map<String, Value>> {
     let which = rng.range(0, 5);
     let top = config.as_object_mut()?;
     match which {
         0 | 1 => Some(top),
-        2 => top.get_mut("text_config")?.as_object_mut(),
+        // The language model's sub-config, under whichever name the file has it.
+        2 => {
+            let key = ["text_config", "decoder", "decoder_config"]
+                .into_iter()
+                .find(|k| top.get(*k).is_some_and(Value::is_object))?;
+            top.get_mut(key)?.as_object_mut()
+        }
         _ => {
             let key = if which == 3 {
                 "rope_scaling"
