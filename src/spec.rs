@@ -99,6 +99,11 @@ pub struct MRope {
 
 /// How the pairs of [`MRope`] are assigned to the three axes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "hf-config",
+    derive(serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
 pub enum MRopeOrder {
     /// Contiguous sections `[t.. | h.. | w..]` (Qwen2-VL, Qwen2.5-VL, GLM-4.1V).
     #[default]

@@ -7,11 +7,11 @@ use serde_json::Value;
 
 use super::config::{Pattern, RopeDict, parse, truthy};
 use super::reader::Reader;
-use super::table::{Gate, Rules, TableLayout, TableMropeOrder};
+use super::table::{Gate, Rules, TableLayout};
 use super::{HfRope, LayerRope};
 use crate::error::Result;
 use crate::frequencies::{FrequencyError, Scaling};
-use crate::spec::{MRopeOrder, OutputOrder, PairLayout, RopeSpec};
+use crate::spec::{OutputOrder, PairLayout, RopeSpec};
 
 /// Layer kinds without attention: no RoPE whatever the family.
 const NON_ATTENTION: [&str; 3] = ["linear_attention", "conv", "mamba"];
@@ -218,6 +218,32 @@ impl Reader<'_> {
         Ok(dims)
     }
 
+    /// [`Reader::partial`], except that an odd width w = `int(head_dim * partial)` is HF's
+    /// `base^(-2j / w)` over w + 1 lanes (GLM-4.5's default), which is exactly
+    /// `base'^(-2j / (w + 1))` with `base' = base^((w + 1) / w)`; only for the default rope
+    /// type (the others size their formulas by the width).
+    fn padded_partial(spec: RopeSpec, head_dim: u64, partial: f64) -> Result<LayerRope> {
+        let odd = (head_dim as f64 * partial) as u64;
+        if odd.is_multiple_of(2) || odd >= head_dim {
+            return Ok(Self::partial(spec, head_dim, partial)?);
+        }
+        if spec.scaling != Scaling::Default {
+            return Err(FrequencyError::InvalidConfigValue {
+                key: "partial_rotary_factor".into(),
+                expected: "an even rotary width where the rope type is not \"default\" \
+                           (its formulas are sized by the width)",
+                found: format!("{partial} (head_dim {head_dim}: {odd} lanes)"),
+            }
+            .into());
+        }
+        let padded = spec.base.powf((odd + 1) as f64 / odd as f64);
+        Ok(LayerRope {
+            spec: spec.base(padded).rotary_dim(odd + 1),
+            head_dim,
+            hf_order: OutputOrder::Pairs,
+        })
+    }
+
     /// The RoPE of one layer kind of a table family (`own_head_dim`: the layer's own).
     fn rules_layer(
         &self,
@@ -267,42 +293,10 @@ impl Reader<'_> {
             .scaling(scaling)
             .inverse(rules.inverse);
         if let Some(m) = &rules.mrope {
-            let section = match dict.mrope_section {
-                None => m.section,
-                Some(s) => {
-                    // The file's entries in the family's key order, as [t, h, w].
-                    let mut section = [0; 3];
-                    for (key, w) in m.section_keys.bytes().zip(s) {
-                        section[b"thw".iter().position(|&a| a == key).unwrap_or(0)] = w.0;
-                    }
-                    section
-                }
-            };
-            let order = match m.order {
-                TableMropeOrder::Chunks => MRopeOrder::Chunks,
-                TableMropeOrder::Interleaved => MRopeOrder::Interleaved,
-                TableMropeOrder::HwThenT => MRopeOrder::HwThenT,
-            };
-            spec = spec.mrope_order(section, order);
+            spec = spec.mrope_order(m.section(dict.mrope_section), m.order);
         }
-        let odd = (head_dim as f64 * partial) as u64;
-        let mut rope = if rules.odd_width_pads && odd % 2 == 1 && odd < head_dim {
-            // base^(-2j / w) over w + 1 lanes is base'^(-2j / (w + 1)), base' = base^((w+1)/w).
-            if spec.scaling != Scaling::Default {
-                return Err(FrequencyError::InvalidConfigValue {
-                    key: "partial_rotary_factor".into(),
-                    expected: "an even rotary width where the rope type is not \"default\" \
-                               (its formulas are sized by the width)",
-                    found: format!("{partial} (head_dim {head_dim}: {odd} lanes)"),
-                }
-                .into());
-            }
-            let padded = base.powf((odd + 1) as f64 / odd as f64);
-            LayerRope {
-                spec: spec.base(padded).rotary_dim(odd + 1),
-                head_dim,
-                hf_order: order,
-            }
+        let mut rope = if rules.odd_width_pads {
+            Self::padded_partial(spec, head_dim, partial)?
         } else {
             Self::partial(spec, head_dim, partial)?
         };

@@ -105,11 +105,12 @@ impl HfRope {
         })?;
         // The language model's config: the sub-config where there is one; Qwen2-VL files
         // of transformers 4.x are flat and build it from the top-level keys.
-        let text: TextConfig = match text_key(config)? {
+        let key = text_key(config)?;
+        let text: TextConfig = match key {
             Some(key) => parse(config[key].clone(), key)?,
             None => top_level(config)?,
         };
-        let text_type = match (&text.model_type, text_key(config)?.is_some()) {
+        let text_type = match (&text.model_type, key.is_some()) {
             (Some(own), true) => own.clone(),
             (None, true) => format!("{model_type}_text"),
             (_, false) => model_type,
@@ -138,7 +139,6 @@ impl HfRope {
             }
             None => match table::rules(family) {
                 Some(rules) => {
-                    let key = text_key(config)?;
                     let own = key.map_or(config, |k| &config[k]);
                     let class_view: Option<TextConfig> = rules
                         .class_view(own)
@@ -308,10 +308,9 @@ fn family_names() -> String {
 
 /// The key of the language model's sub-config, as `get_text_config(decoder=True)` finds
 /// it: one of `text_config`, `decoder` (T5Gemma), `generator`, where it is an object (two
-/// are ambiguous, and transformers refuses them), else Dia's `decoder_config`.
+/// are ambiguous, and transformers refuses them), else Dia's `decoder_config`. (Parsing
+/// `TopConfig` has checked that each present one is an object or null.)
 fn text_key(config: &Value) -> Result<Option<&'static str>, FrequencyError> {
-    // Each present one an object or null (a wrong type names its key).
-    let TopConfig { .. } = top_level(config)?;
     let object = |k: &str| config.get(k).is_some_and(Value::is_object);
     let found: Vec<&'static str> = ["text_config", "decoder", "generator"]
         .into_iter()

@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
+
+use super::config::Whole;
+use crate::spec::MRopeOrder;
 use serde_json::Value;
 
 /// How a family's HF code pairs lanes and orders its output.
@@ -116,19 +119,30 @@ pub(super) struct TableMrope {
     /// Pairs per axis (t, h, w) of the default config.
     pub section: [u64; 3],
     /// Which pairs read which axis.
-    pub order: TableMropeOrder,
+    pub order: MRopeOrder,
     /// The axis each entry of the config's `mrope_section` counts, in the file's order
     /// (`"thw"`; ERNIE 4.5 VL: `"hwt"`).
     pub section_keys: String,
 }
 
-/// [`MRopeOrder`](crate::MRopeOrder) as the table writes it.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum TableMropeOrder {
-    Chunks,
-    Interleaved,
-    HwThenT,
+impl TableMrope {
+    /// Pairs per axis `[t, h, w]`: the file's `mrope_section` read in the family's key
+    /// order, else the default config's.
+    pub(super) fn section(&self, file: Option<[Whole; 3]>) -> [u64; 3] {
+        let Some(entries) = file else {
+            return self.section;
+        };
+        let mut section = [0; 3];
+        for (key, w) in self.section_keys.bytes().zip(entries) {
+            let axis = match key {
+                b'h' => 1,
+                b'w' => 2,
+                _ => 0,
+            };
+            section[axis] = w.0;
+        }
+        section
+    }
 }
 
 #[derive(Deserialize)]

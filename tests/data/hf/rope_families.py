@@ -591,10 +591,6 @@ def mrope_axes(text, rot_cls, layer_type, layout, r):
     return axes
 
 
-def reason_without_text_rope(text, m):
-    return f"no layer of {type(text).__name__}'s default model calls the rotation"
-
-
 def positions_for(text):
     pos = list(POSITIONS)
     mp = getattr(text, "max_position_embeddings", None)
@@ -625,11 +621,9 @@ def read_family(text, store):
             kinds.append({"key": key, "call": call, "layer_type": lt,
                           "head_dim": model._layer_head_dims[i]})
         layers.append([k["key"] for k in kinds].index(key))
-    if not kinds and rot_cls is None:
-        raise Refused(f"{type(model).__name__}, the language model, has no rotary embedding: "
-                      "the family's RoPE rotates its vision or audio encoder's positions")
     if not kinds:
-        raise Refused(reason_without_text_rope(text, text_model_module(text)))
+        # (A model without a rotary module was refused before the run.)
+        raise Refused(f"no layer of {type(text).__name__}'s default model calls the rotation")
     out_kinds = []
     for kind in kinds:
         name, lt, width = kind["key"]
