@@ -97,6 +97,15 @@ impl<A> Positions<A> {
         }
     }
 
+    /// [`Positions::map`] with a conversion that can fail: every array converted, or the
+    /// first error (arrays in the order of the variant's fields).
+    pub fn try_map_arrays<B, E>(
+        self,
+        mut f: impl FnMut(A) -> std::result::Result<B, E>,
+    ) -> std::result::Result<Positions<B>, E> {
+        self.try_map(0, 0, |a, _| f(a))
+    }
+
     /// Checks that each array, of `len(array)` values, holds every value a `[batch, _, seq,
     /// _]` view reads, as [`HostPositions::check_lengths`] does for host slices (for arrays
     /// whose length the caller knows, e.g. the tensors of a framework).

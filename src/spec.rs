@@ -443,7 +443,9 @@ impl SinusoidalSpec {
         self
     }
 
-    pub(crate) fn validate(&self) -> Result<()> {
+    /// Checks the spec as every sinusoidal call does: an even, non-zero `d_model` below 2^32,
+    /// finite timescales with `0 < min <= max`, and a finite base above 1.
+    pub fn validate(&self) -> Result<()> {
         if self.d_model == 0
             || !self.d_model.is_multiple_of(2)
             || self.d_model > u64::from(u32::MAX)
@@ -510,6 +512,28 @@ pub struct QkNorm {
 }
 
 impl QkNorm {
+    /// Checks the weights and eps for heads of `head_dim` elements, as the fused call does:
+    /// `head_dim` weights each for Q and K, a finite eps >= 0 and finite factors.
+    pub fn check(&self, head_dim: u64) -> Result<()> {
+        let lengths = [self.q_weight.len(), self.k_weight.len()];
+        if lengths.iter().any(|&n| n as u64 != head_dim) {
+            return Err(Error::ShapeMismatch {
+                what: "the QK-norm weights must have head_dim values each",
+                a: [1, 1, lengths[0] as u64, lengths[1] as u64],
+                b: [1, 1, head_dim, head_dim],
+            });
+        }
+        let finite = self.factors().iter().flatten().all(|w| w.is_finite());
+        if !(self.eps.is_finite() && self.eps >= 0.0 && finite) {
+            return Err(Error::InvalidParameter {
+                what: "QK-norm eps or weight",
+                value: f64::from(self.eps),
+                need: "a finite eps >= 0 and finite weights",
+            });
+        }
+        Ok(())
+    }
+
     /// The factor each element of a head is multiplied by after the normalization: `w` or
     /// `1 + w` (in f32, as HF computes it), Q's then K's.
     pub fn factors(&self) -> [Vec<f32>; 2] {

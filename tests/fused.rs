@@ -949,3 +949,61 @@ fn qk_norm_sums_by_subgroups_where_the_device_has_them() {
     // one run to the next.
     assert!(outputs[0] == outputs[2], "two runs of the same call differ");
 }
+
+#[cfg(feature = "capture")]
+#[test]
+fn every_block_of_a_split_call_fits_its_binding() {
+    use wgpu_posenc::capture::Capture;
+    // A packed BSHD projection at odd element offsets, two batch rows, Q in place and out,
+    // under binding limits a few bytes around a block of tokens. A token is 5 heads of 10
+    // f32 (200 bytes; 40 in Q out; neither a multiple of the 256-byte alignment), so blocks
+    // of one size start at other distances from an aligned offset: a plan sized by its first block only had
+    // later windows past the limit (BindingTooSmall for a valid call). Each run is checked
+    // against the reference (`run_on`), and every storage window recorded against the limit.
+    let align = 256;
+    let mut runs = 0;
+    for offset in [1u64, 3, 13, 29, 47, 63] {
+        for q_out in [false, true] {
+            let case = Case {
+                offset,
+                q_out,
+                cache_len: 8,
+                ..Case::new("split", [2, 37, 3, 1, 10], Positions::Start(0))
+            };
+            // Both caches are bound whole: 2 x 8 x 10 f32 = 640 bytes each. Q out is BHSD:
+            // n tokens of its 3 heads span 2 x 37 + n rows of 40 bytes.
+            let (fixed, token) = if q_out { (2 * 37 * 40, 40) } else { (0, 200) };
+            for tokens in [5u64, 6, 7] {
+                for delta in (0..align).step_by(24) {
+                    let cap = fixed + tokens * token + delta;
+                    let capture = Capture::new();
+                    let posenc = ctx()
+                        .clone()
+                        .with_storage_offset_alignment(align)
+                        .with_max_binding_size(cap)
+                        .with_capture(&capture);
+                    let ran = run_on(&posenc, &case, 7 + offset).unwrap_or_else(|e| {
+                        panic!("offset {offset}, q_out {q_out}, cap {cap}: {e}")
+                    });
+                    assert!(
+                        ran.dispatches > 2,
+                        "cap {cap}: {} dispatches",
+                        ran.dispatches
+                    );
+                    for d in capture.take_passes().iter().flat_map(|p| &p.dispatches) {
+                        for b in d.bindings.iter().filter(|b| !b.uniform) {
+                            assert!(
+                                b.size <= cap,
+                                "offset {offset}, cap {cap}: binding {} spans {} bytes",
+                                b.binding,
+                                b.size
+                            );
+                        }
+                    }
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(runs, 6 * 2 * 3 * 11);
+}

@@ -452,39 +452,50 @@ impl Rope {
     }
 
     /// Blocks `[b0, batches, s0, tokens]` whose input and Q out each fit one binding: the
-    /// whole call, or one batch row at a time in chunks of tokens.
+    /// whole call, or one batch row at a time in chunks of tokens. Every block is checked,
+    /// not only the first: a window starts at the block's offset rounded down to the storage
+    /// alignment, so blocks of one size at other offsets carry other slack.
     fn qkv_blocks(&self, call: &QkvCall<'_>) -> Result<Vec<[u64; 4]>> {
         let [batch, _, seq, _] = call.qkv.layout.shape;
-        let fits = |b0, nb, s0, ns| {
-            [Some(&call.qkv), call.q_out.as_ref()]
-                .into_iter()
-                .flatten()
-                .all(|v| {
-                    self.tensor_window(&sub_view(v, [b0, nb, s0, ns]), "")
-                        .is_ok()
-                })
+        let named = [
+            (
+                Some(&call.qkv),
+                "one token of every head of the packed QKV tensor",
+            ),
+            (call.q_out.as_ref(), "one token of every head of q_out"),
+        ];
+        let window = |blk: [u64; 4]| {
+            named.iter().try_for_each(|(v, what)| match v {
+                Some(v) => self.tensor_window(&sub_view(v, blk), what).map(drop),
+                None => Ok(()),
+            })
         };
-        if fits(0, batch, 0, seq) {
+        if window([0, batch, 0, seq]).is_ok() {
             return Ok(vec![[0, batch, 0, seq]]);
         }
-        let mut n = seq;
-        while n > 1 && !fits(0, 1, 0, n) {
-            n = n.div_ceil(2);
-        }
-        if !fits(0, 1, 0, n) {
-            // One token of all heads does not fit: the error names its span.
-            self.tensor_window(
-                &sub_view(&call.qkv, [0, 1, 0, 1]),
-                "one token of every head of the packed QKV tensor",
-            )?;
-        }
-        Ok((0..batch)
-            .flat_map(|b| {
+        let blocks = |n: u64| {
+            (0..batch).flat_map(move |b| {
                 (0..seq)
                     .step_by(n as usize)
                     .map(move |s0| [b, 1, s0, n.min(seq - s0)])
             })
-            .collect())
+        };
+        let all_fit = |n: u64| blocks(n).all(|blk| window(blk).is_ok());
+        // Halve until every block fits, then take the largest size below the last one
+        // refused that still fits everywhere (fitting is not monotone in n: block starts
+        // move with it; every size taken is checked whole).
+        let (mut n, mut refused) = (seq, seq + 1);
+        while n > 1 && !all_fit(n) {
+            (refused, n) = (n, n.div_ceil(2));
+        }
+        let mut hi = refused - 1;
+        while n < hi {
+            let mid = n + (hi - n).div_ceil(2);
+            if all_fit(mid) { n = mid } else { hi = mid - 1 }
+        }
+        // At one token a block that does not fit names its span.
+        blocks(n).try_for_each(window)?;
+        Ok(blocks(n).collect())
     }
 
     /// The shapes, dtypes, usages, sizes and overlaps of a fused call.
@@ -549,7 +560,7 @@ impl Rope {
             named.push(("q_out", out));
         }
         if let Some(norm) = call.qk_norm {
-            check_norm(norm, d)?;
+            norm.check(d)?;
         }
         for (i, a) in named.iter().enumerate() {
             for b in &named[i + 1..] {
@@ -609,27 +620,6 @@ fn norm_threads(groups: u64) -> Result<(u64, u64)> {
         ));
     }
     Ok((threads, span))
-}
-
-/// A QK-norm's weights and eps, for heads of `d` elements.
-fn check_norm(norm: &QkNorm, d: u64) -> Result<()> {
-    let lengths = [norm.q_weight.len(), norm.k_weight.len()];
-    if lengths.iter().any(|&n| n as u64 != d) {
-        return Err(Error::ShapeMismatch {
-            what: "the QK-norm weights must have head_dim values each",
-            a: [1, 1, lengths[0] as u64, lengths[1] as u64],
-            b: [1, 1, d, d],
-        });
-    }
-    let finite = norm.factors().iter().flatten().all(|w| w.is_finite());
-    if !(norm.eps.is_finite() && norm.eps >= 0.0 && finite) {
-        return Err(Error::InvalidParameter {
-            what: "QK-norm eps or weight",
-            value: f64::from(norm.eps),
-            need: "a finite eps >= 0 and finite weights",
-        });
-    }
-    Ok(())
 }
 
 /// The QK-norm factors, per lane group in the order `load_pairs` and `load_tail` read a

@@ -44,6 +44,9 @@ pub struct FusedCase {
     seed: u64,
     /// Whether the context may sum a QK-norm's heads through subgroups.
     subgroups: bool,
+    /// One call in three: a binding limit near the span of a block of `.0` tokens, `.1`
+    /// bytes over it, so that the call is split into blocks at many offsets.
+    cap: Option<(u64, u64)>,
 }
 
 fn dtype() -> impl Strategy<Value = Dtype> {
@@ -181,6 +184,8 @@ pub fn fused_strategy() -> impl Strategy<Value = FusedCase> {
                     // Three in four: the subgroup sum where it fits (not a draw of the rng: the
                     // other fields of recorded seeds stay as they were).
                     subgroups: seed % 4 != 0,
+                    // Also from the seed's bits, for the same reason.
+                    cap: ((seed >> 8) % 3 == 0).then(|| (1 + (seed >> 12) % 4, (seed >> 16) % 320)),
                 }
             },
         )
@@ -294,8 +299,20 @@ pub fn run_fused(c: &FusedCase) -> Result<bool, String> {
         call = call.with_qk_norm(norm);
     }
     let mut encoder = ctx().device().create_command_encoder(&Default::default());
-    let posenc = ctx().clone().with_subgroups(c.subgroups);
+    let mut posenc = ctx().clone().with_subgroups(c.subgroups);
+    let cap = binding_cap(c, &l);
+    if let Some(cap) = cap {
+        posenc = posenc.with_max_binding_size(cap);
+    }
     let result = posenc.encode_qkv(&mut encoder, &c.spec, &call);
+    if let (Some(cap), Err(e @ wgpu_posenc::Error::BindingTooSmall { .. })) = (cap, &result)
+        && fits_anywhere(c, &l, cap)
+    {
+        return Err(format!(
+            "refused under a binding of {cap} bytes, where one token of every view at any \
+             offset and each cache whole fit: {e}"
+        ));
+    }
     // HF's pair-halves order needs Q out (K goes to its cache) and interleaved pairs.
     if c.spec.output_order == OutputOrder::PairHalves
         && (!c.q_out || c.spec.pair_layout != wgpu_posenc::PairLayout::Interleaved)
@@ -463,6 +480,58 @@ fn qk_norm(c: &FusedCase) -> Option<QkNorm> {
         eps,
         weight,
     })
+}
+
+/// The case's binding limit: the bytes a block of `tokens` tokens of one batch row of the
+/// input spans, plus `extra`, and never below what the caches need whole (bound whole, they
+/// would refuse every smaller limit).
+fn binding_cap(c: &FusedCase, l: &Layouts) -> Option<u64> {
+    let (tokens, extra) = c.cap?;
+    let elem = c.dtype.size();
+    let span = |layout: &Layout, n: u64| {
+        let mut one = *layout;
+        one.shape[0] = one.shape[0].min(1);
+        one.shape[2] = one.shape[2].min(n);
+        one.end().ok().map(|end| (end - one.offset) * elem)
+    };
+    let block = span(&l.qkv, tokens)?;
+    let caches = span_whole(&l.k, c.cache_dtype)?.max(span_whole(&l.v, c.cache_dtype)?);
+    Some(block.max(caches + worst_slack()) + extra)
+}
+
+/// Bytes a window may add to a span: its start rounded down to the storage alignment, its
+/// end up to 16 bytes.
+fn worst_slack() -> u64 {
+    u64::from(ctx().device().limits().min_storage_buffer_offset_alignment).max(16) + 16
+}
+
+fn span_whole(layout: &Layout, dtype: Dtype) -> Option<u64> {
+    layout
+        .end()
+        .ok()
+        .map(|end| (end - layout.offset) * dtype.size())
+}
+
+/// Whether every window a split call can need fits `cap`: one token of every head of the
+/// input (and of Q out) at any offset, and each cache whole.
+fn fits_anywhere(c: &FusedCase, l: &Layouts, cap: u64) -> bool {
+    let token = |layout: &Layout| {
+        let mut one = *layout;
+        one.shape[0] = one.shape[0].min(1);
+        one.shape[2] = one.shape[2].min(1);
+        span_whole(&one, c.dtype)
+    };
+    let mut spans = vec![
+        token(&l.qkv),
+        span_whole(&l.k, c.cache_dtype),
+        span_whole(&l.v, c.cache_dtype),
+    ];
+    if c.q_out {
+        spans.push(token(&l.q_out));
+    }
+    spans
+        .into_iter()
+        .all(|s| s.is_some_and(|s| s + worst_slack() <= cap))
 }
 
 /// Adds each element `after` changed from `before` to the candidates.
