@@ -19,6 +19,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`Rotary`] is the same as a burn `Module` with the calls of burn's `nn::RotaryEncoding`
+//! (`forward(x)`, `apply(x, start)`), so that a model swaps one for the other where it builds
+//! it; [`BurnPosEnc::qkv`] is a whole attention preprocessing stage.
+//!
 //! # What the bridge needs of a tensor
 //!
 //! - **burn 0.22.1's CubeCL backend on wgpu, with kernel fusion on (burn's default) or off.**
