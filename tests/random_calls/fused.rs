@@ -492,7 +492,9 @@ fn binding_cap(c: &FusedCase, l: &Layouts) -> Option<u64> {
         let mut one = *layout;
         one.shape[0] = one.shape[0].min(1);
         one.shape[2] = one.shape[2].min(n);
-        one.end().ok().map(|end| (end - one.offset) * elem)
+        one.end()
+            .ok()
+            .map(|end| end.saturating_sub(one.offset) * elem)
     };
     let block = span(&l.qkv, tokens)?;
     let caches = span_whole(&l.k, c.cache_dtype)?.max(span_whole(&l.v, c.cache_dtype)?);
@@ -509,7 +511,7 @@ fn span_whole(layout: &Layout, dtype: Dtype) -> Option<u64> {
     layout
         .end()
         .ok()
-        .map(|end| (end - layout.offset) * dtype.size())
+        .map(|end| end.saturating_sub(layout.offset) * dtype.size())
 }
 
 /// Whether every window a split call can need fits `cap`: one token of every head of the
