@@ -4,28 +4,11 @@
 //! prompt, then greedy decoding of 32 tokens through the caches. Every chosen token must be
 //! HF's, and every step's logits within 1e-4 of HF's relative to their largest magnitude.
 
+mod common;
 mod model;
 
-use std::sync::OnceLock;
-
-use wgpu_posenc_burn::BurnPosEnc;
-
+use common::bridge;
 use model::{Golden, Model, Rotation};
-
-fn bridge() -> &'static BurnPosEnc {
-    static BRIDGE: OnceLock<BurnPosEnc> = OnceLock::new();
-    BRIDGE.get_or_init(|| {
-        let b = BurnPosEnc::init().expect("burn's wgpu runtime and the kernels");
-        let info = b.posenc().device().adapter_info();
-        eprintln!(
-            "adapter: {} ({:?}), burn's backend {}",
-            info.name,
-            info.backend,
-            std::any::type_name::<burn::backend::Cube>()
-        );
-        b
-    })
-}
 
 /// Generates on `name`'s golden prompt and checks every step against HF's.
 fn check(name: &str) {
