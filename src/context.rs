@@ -154,6 +154,13 @@ impl PosEnc {
         &self.passes.queue
     }
 
+    /// Whether this device can run a tensor of `dtype`: [`Error::MissingFeature`] for f16
+    /// where the device has no `SHADER_F16` (bf16 and f32 run everywhere). Every call checks
+    /// it; a caller that runs a call later (a deferred graph) checks it up front with this.
+    pub fn check_dtype(&self, dtype: crate::spec::Dtype) -> Result<()> {
+        self.passes.check_dtype(dtype)
+    }
+
     /// The contents of `buffer` (which needs `COPY_SRC`) once everything submitted before
     /// has run: copied to a staging buffer, submitted, waited for and mapped.
     #[cfg(not(target_arch = "wasm32"))]

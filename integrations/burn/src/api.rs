@@ -97,7 +97,12 @@ impl BurnPosEnc {
         let empty = Tensor::<2>::empty([seq, spec.d_model as usize], &self.device);
         let call = Call::Table { spec: *spec, start };
         let t = self.primitive(empty, "the table")?;
-        check_call(&call, std::slice::from_ref(&t), &Positions::Start(0))?;
+        check_call(
+            &self.posenc,
+            &call,
+            std::slice::from_ref(&t),
+            &Positions::Start(0),
+        )?;
         let mut out = <Cube as Route>::run(self, call, vec![t], Positions::Start(0))?;
         Ok(Tensor::from_primitive::<Cube>(out.remove(0)))
     }
@@ -115,7 +120,7 @@ impl BurnPosEnc {
             prims.push(self.primitive(t, what)?);
         }
         let positions = self.positions(positions)?;
-        check_call(&call, &prims, &positions)?;
+        check_call(&self.posenc, &call, &prims, &positions)?;
         let out = <Cube as Route>::run(self, call, prims, positions)?;
         let out: Vec<Tensor<4>> = out
             .into_iter()

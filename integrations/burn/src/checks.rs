@@ -6,7 +6,7 @@
 
 use burn::backend::TensorMetadata;
 use wgpu_posenc::Error as PosEncError;
-use wgpu_posenc::Positions;
+use wgpu_posenc::{PosEnc, Positions};
 
 use crate::bind::{check_ids_dtype, float_dtype};
 use crate::ops::Call;
@@ -22,8 +22,10 @@ pub(crate) fn names(call: &Call) -> &'static [&'static str] {
     }
 }
 
-/// Checks `call` on its tensors and positions before anything runs.
+/// Checks `call` on its tensors and positions, for the kernels on `posenc`'s device, before
+/// anything runs.
 pub(crate) fn check_call<T: TensorMetadata>(
+    posenc: &PosEnc,
     call: &Call,
     tensors: &[T],
     positions: &Positions<T>,
@@ -36,7 +38,9 @@ pub(crate) fn check_call<T: TensorMetadata>(
         )));
     }
     for (t, &what) in tensors.iter().zip(names) {
-        float_dtype(t.dtype(), what)?;
+        // The device's features too: with fusion, f16 on a device without f16 shaders
+        // would otherwise fail only when burn's executor runs the call.
+        posenc.check_dtype(float_dtype(t.dtype(), what)?)?;
     }
     let dims = |t: &T| -> [u64; 4] {
         let s = t.shape();
