@@ -4,24 +4,29 @@
 # is given, opens it in headless Chromium on WebGPU (SwiftShader here) and prints the demo's
 # lines from the console.
 #
-#   scripts/web-demo.sh [--seq N] [--serve]
+#   scripts/web-demo.sh [--seq N] [--serve] [--dev]
 #
-# With --serve, open http://localhost:8765/?seq=N in a browser with WebGPU instead.
+# With --serve, open http://localhost:8765/?seq=N in a browser with WebGPU instead. With
+# --dev, the demo is built as the browser suite builds (`scripts/wasm-cargo.sh test
+# --all-features`: the dev profile, every feature), reusing that build: CI checks the page
+# that way; the figures in the README come from the release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seq=2048 serve=
+build=(--release) dir=release
 while [ $# -gt 0 ]; do
     case "$1" in
         --seq) seq="$2"; shift 2 ;;
         --serve) serve=1; shift ;;
-        *) echo "usage: scripts/web-demo.sh [--seq N] [--serve]" >&2; exit 2 ;;
+        --dev) build=(--all-features) dir=debug; shift ;;
+        *) echo "usage: scripts/web-demo.sh [--seq N] [--serve] [--dev]" >&2; exit 2 ;;
     esac
 done
-scripts/wasm-cargo.sh build --release --example demo
+scripts/wasm-cargo.sh build "${build[@]}" --example demo
 out=target/web-demo
 rm -rf "$out" && mkdir -p "$out"
 wasm-bindgen --target web --no-typescript --out-dir "$out" \
-    target/wasm/wasm32-unknown-unknown/release/examples/demo.wasm
+    "target/wasm/wasm32-unknown-unknown/$dir/examples/demo.wasm"
 cp examples/web/index.html "$out/"
 port=8765
 python3 -m http.server "$port" --bind 127.0.0.1 --directory "$out" >/dev/null 2>&1 &
