@@ -5,10 +5,13 @@
 //! `slice_assign` into the caches). Prefill of S tokens and per-token decode after it, wall
 //! time of each step including the read-back of the chosen token (the step's sync), medians
 //! of `--reps`, the two models taken in turn. The preprocessing stage alone, per layer, on the
-//! same shapes (`--calls` calls queued, one sync) gives its share of the step.
+//! same shapes (`--calls` calls queued, one sync) gives its share of the step. A prompt whose
+//! attention scores (`[16, chunk, S]` f32) would pass 64 MiB is prefilled in chunks (chunked
+//! prefill: each chunk attends to the cache and itself), so S = 4096 runs on an adapter with
+//! 128 MiB storage bindings (lavapipe); `--chunk` sets the chunk.
 //!
 //! `cargo bench -p wgpu-posenc-burn --bench model_steps --profile dev [--features fusion]
-//! [-- --seq 1024,4096 --layers 2 --decode 16 --reps 3]`
+//! [-- --seq 1024,4096 --layers 2 --decode 16 --reps 3 --chunk N]`
 
 #[path = "../tests/model/mod.rs"]
 mod model;
@@ -33,6 +36,8 @@ struct Args {
     decode: usize,
     reps: usize,
     calls: usize,
+    /// Prefill chunk; `None`: the largest power of two whose scores fit 64 MiB.
+    chunk: Option<usize>,
 }
 
 fn args() -> Result<Args> {
@@ -42,6 +47,7 @@ fn args() -> Result<Args> {
         decode: 16,
         reps: 3,
         calls: 20,
+        chunk: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -57,6 +63,7 @@ fn args() -> Result<Args> {
             "--decode" => a.decode = value()?.parse()?,
             "--reps" => a.reps = value()?.parse()?,
             "--calls" => a.calls = value()?.parse()?,
+            "--chunk" => a.chunk = Some(value()?.parse::<usize>()?.max(1)),
             "--bench" => {}
             other => return Err(format!("unknown argument {other}").into()),
         }
@@ -69,14 +76,28 @@ fn median(mut t: Vec<f64>) -> f64 {
     t[t.len() / 2]
 }
 
-/// One prefill of `seq` tokens, then `decode` steps; (prefill seconds, seconds per decode
-/// step), each step until its token is read back.
-fn run(model: &mut Model, seq: usize, decode: usize) -> Result<(f64, f64)> {
+/// The prefill chunk for `seq` tokens: `chunk`, or the largest power of two (at most `seq`)
+/// whose attention scores `[Q_HEADS, chunk, seq]` f32 take at most 64 MiB.
+fn chunk_for(seq: usize, chunk: Option<usize>) -> usize {
+    chunk.unwrap_or_else(|| {
+        let most = (64 << 20) / (Q_HEADS * 4 * seq.max(1));
+        let pow2 = if most == 0 { 1 } else { 1 << most.ilog2() };
+        pow2.min(seq).max(1)
+    })
+}
+
+/// One prefill of `seq` tokens in chunks of `chunk`, then `decode` steps; (prefill seconds,
+/// seconds per decode step), each step until its token is read back.
+fn run(model: &mut Model, seq: usize, chunk: usize, decode: usize) -> Result<(f64, f64)> {
     model.reset();
     let vocab = model.config.vocab as u32;
     let prompt: Vec<u32> = (0..seq as u32).map(|i| (i * 7919 + 13) % vocab).collect();
     let t = Instant::now();
-    let mut token = argmax_on_device(model.forward(&prompt)?)?;
+    let mut logits = None;
+    for part in prompt.chunks(chunk) {
+        logits = Some(model.forward(part)?);
+    }
+    let mut token = argmax_on_device(logits.ok_or("an empty prompt")?)?;
     let prefill = t.elapsed().as_secs_f64();
     let t = Instant::now();
     for _ in 0..decode {
@@ -97,8 +118,9 @@ fn main() -> Result<()> {
     );
     let config = qwen3_06b_like(a.layers, 4096);
     println!(
-        "{:>6} {:>8} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}",
+        "{:>6} {:>6} {:>6} {:>12} {:>12} {:>8} {:>12} {:>12} {:>8}",
         "S",
+        "chunk",
         "layers",
         "prefill br",
         "prefill burn",
@@ -109,12 +131,13 @@ fn main() -> Result<()> {
     );
     for &seq in &a.seqs {
         let capacity = seq + a.decode + 1;
+        let chunk = chunk_for(seq, a.chunk);
         let mut ours = Model::random(&bridge, &config, Rotation::Bridge, capacity)?;
         let mut theirs = Model::random(&bridge, &config, Rotation::Burn, capacity)?;
         let mut times = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
         for rep in 0..=a.reps {
             for (i, m) in [&mut ours, &mut theirs].into_iter().enumerate() {
-                let (p, d) = match run(m, seq, a.decode) {
+                let (p, d) = match run(m, seq, chunk, a.decode) {
                     Ok(t) => t,
                     Err(e) => {
                         println!("{seq:>6}: the {} model failed: {e}", ["bridge", "burn"][i]);
@@ -129,7 +152,7 @@ fn main() -> Result<()> {
         }
         let [[pb, db], [pt, dt]] = times.map(|t| t.map(median));
         println!(
-            "{seq:>6} {:>8} {:>9.1} ms {:>9.1} ms {:>8.2} {:>9.2} ms {:>9.2} ms {:>8.2}",
+            "{seq:>6} {chunk:>6} {:>6} {:>9.1} ms {:>9.1} ms {:>8.2} {:>9.2} ms {:>9.2} ms {:>8.2}",
             a.layers,
             pb * 1e3,
             pt * 1e3,
