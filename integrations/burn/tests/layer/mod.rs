@@ -12,6 +12,10 @@ use serde_json::Value;
 use wgpu_posenc::{NormWeight, Positions, QkNorm, Rope, RopeSpec};
 use wgpu_posenc_burn::{BurnPosEnc, Result};
 
+#[path = "../model/gqa.rs"]
+mod gqa;
+use gqa::repeat_kv;
+
 /// The HF golden file: config, weights, and each step's input and output.
 pub fn golden() -> Value {
     let path = concat!(
@@ -126,14 +130,10 @@ impl Attention {
         self.len += tokens;
         let total = self.len;
         // burn's attention over the cached tokens, KV heads shared by hq / hkv Q heads each.
-        let repeat = |t: &Tensor<4>| {
-            t.clone()
-                .narrow(2, 0, total)
-                .unsqueeze_dim::<5>(2)
-                .expand([1, hkv, hq / hkv, total, d])
-                .reshape([1, hq, total, d])
-        };
-        let (k, v) = (repeat(&k_cache), repeat(&v_cache));
+        let (k, v) = (
+            repeat_kv(&k_cache, hq, total),
+            repeat_kv(&v_cache, hq, total),
+        );
         self.k_cache = Some(k_cache);
         self.v_cache = Some(v_cache);
         let scores = q

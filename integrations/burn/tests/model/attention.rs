@@ -10,6 +10,7 @@ use wgpu_posenc::{Positions, QkNorm, Rope};
 use wgpu_posenc_burn::BurnPosEnc;
 
 use super::config::Config;
+use super::gqa::repeat_kv;
 use super::norm::RmsNorm;
 use super::weights::Weights;
 use super::{Result, Rotation};
@@ -145,14 +146,7 @@ impl Attention {
         let k_cache = self.k_cache.as_ref().ok_or("cache")?;
         let v_cache = self.v_cache.as_ref().ok_or("cache")?;
         // KV heads shared by hq / hkv Q heads each.
-        let repeat = |t: &Tensor<4>| {
-            t.clone()
-                .narrow(2, 0, total)
-                .unsqueeze_dim::<5>(2)
-                .expand([1, hkv, hq / hkv, total, d])
-                .reshape([1, hq, total, d])
-        };
-        let (k, v) = (repeat(k_cache), repeat(v_cache));
+        let (k, v) = (repeat_kv(k_cache, hq, total), repeat_kv(v_cache, hq, total));
         let mut scores = q.matmul(k.swap_dims(2, 3)).mul_scalar(self.scale);
         if let Some(c) = self.softcap {
             scores = scores.div_scalar(c).tanh().mul_scalar(c);

@@ -8,6 +8,7 @@
 
 mod attention;
 pub mod config;
+mod gqa;
 mod norm;
 mod weights;
 
