@@ -97,7 +97,8 @@ struct Params {
 @group(0) @binding(8) var<storage, read_write> flag: array<atomic<u32>>;
 
 // 0: contiguous from pos_start; 1: one start per batch row; 2: ids [batch, seq];
-// 3: varlen cu_seqlens; 4: M-RoPE axes [3, batch, seq].
+// 3: varlen cu_seqlens; 4: M-RoPE axes [3, batch, seq]; 5: f32 positions [batch, seq] (their
+// bits, read as ids are; `float_sincos` turns them into angles).
 override POS_MODE: u32 = 0u;
 // Varlen: per-sequence offsets in `aux`.
 override HAS_OFFSETS: bool = false;
@@ -166,7 +167,7 @@ fn lane_positions(w: Work, axis: UV) -> UV {
             // w.s counts from the block's first token, tok0 from the row's.
             return UV(ids[params.ids_base + w.b] + params.tok0 + w.s);
         }
-        case 2u: {
+        case 2u, 5u: {
             return UV(ids[params.ids_base + w.b * params.ids_stride_b + w.s]);
         }
         case 3u: {

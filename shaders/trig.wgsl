@@ -36,6 +36,48 @@ struct SinCos {
     c: FV,
 }
 
+// Bits [s, s + 32) of the 128-bit number (w3, w2, w1, w0), for s >= 0 (zero past its top).
+fn bits_at(w0: UV, w1: UV, w2: UV, w3: UV, s: UV) -> UV {
+    let i = s >> UV(5u);
+    let k = s & UV(31u);
+    let z = UV(0u);
+    let low = select(select(select(select(z, w3, i == UV(3u)), w2, i == UV(2u)), w1, i == UV(1u)),
+        w0, i == UV(0u));
+    let high = select(select(select(z, w3, i == UV(2u)), w2, i == UV(1u)), w1, i == UV(0u));
+    // A shift by 32 - k is only taken for k > 0.
+    return (low >> k) | select(z, high << ((UV(32u) - k) & UV(31u)), k != z);
+}
+
+// Sine and cosine of an f32 position (`bits`) times the frequency W * 2^64 + F, F = f_hi *
+// 2^32 + f_lo (revolutions per position in 64-bit fixed point, W its whole revolutions),
+// exact like `turns`: the position is m * 2^e with a 24-bit integer m, so the revolutions are
+// m * (W 2^64 + F) * 2^e; the fraction's top 32 bits are bits [32 - e, 64 - e) of the
+// 120-bit product, formed exactly in 32-bit words.
+// |p| >= 2^32, infinities and NaN give NaN (the host refuses them where it sees them).
+fn float_sincos(bits: UV, f_lo: UV, f_hi: UV, whole: UV) -> SinCos {
+    let biased = (bits >> UV(23u)) & UV(0xffu);
+    let m = (bits & UV(0x7fffffu)) | select(UV(0u), UV(0x800000u), biased != UV(0u));
+    // m * F = (w2, w1, w0), then m * W added from bit 64 up.
+    let w0 = m * f_lo;
+    let t1 = m * f_hi;
+    let w1 = mul_hi(m, f_lo) + t1;
+    let w2a = mul_hi(m, f_hi) + select(UV(0u), UV(1u), w1 < t1);
+    let mw = m * whole;
+    let w2 = w2a + mw;
+    let w3 = mul_hi(m, whole) + select(UV(0u), UV(1u), w2 < mw);
+    // e = max(biased, 1) - 150; below 2^32, biased <= 158, so 32 - e >= 24.
+    let sc = sincos_turns(bits_at(w0, w1, w2, w3, UV(182u) - max(biased, UV(1u))));
+    // sin(-a) = -sin(a), cos(-a) = cos(a).
+    let negative = (bits >> UV(31u)) != UV(0u);
+    // A quiet NaN made at run time (a NaN constant is a shader-creation error in WGSL).
+    let nan = bitcast<FV>(bits | UV(0x7fc00000u));
+    let bad = biased >= UV(159u);
+    return SinCos(
+        select(select(sc.s, -sc.s, negative), nan, bad),
+        select(sc.c, nan, bad),
+    );
+}
+
 // Sine and cosine of `u` / 2^32 revolutions, within 1.5e-7 absolute of the exact value.
 fn sincos_turns(u: UV) -> SinCos {
     // Round to the nearest quarter turn: q is that quadrant, r the rest in [-2^29, 2^29)

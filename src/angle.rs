@@ -20,6 +20,18 @@ const INV_TWO_PI_LO: f64 = -9.839_338_337_591_243e-18;
 /// 64-bit fraction for frequencies up to [`MAX_FREQUENCY`]: at position 2^32 the angle is off
 /// by at most about 2^-31 revolutions (3e-9 rad) beyond the frequency's own error.
 pub(crate) fn fixed_revolutions(f: Dd) -> u64 {
+    revolutions_2_64(f) as u64
+}
+
+/// The whole revolutions per position of `f`, `floor` of the value [`fixed_revolutions`]
+/// rounds (its bits above 2^64), where they fit a u32 (`f < 2pi 2^32`): an f32 position's
+/// fraction of them is a fraction of a revolution too, so the kernels need them there.
+pub(crate) fn whole_revolutions(f: Dd) -> Option<u32> {
+    u32::try_from(revolutions_2_64(f) >> 64).ok()
+}
+
+/// `round(f / 2pi * 2^64)` whole (below 2^103 for frequencies up to [`MAX_FREQUENCY`]).
+fn revolutions_2_64(f: Dd) -> u128 {
     const TWO_64: f64 = 18_446_744_073_709_551_616.0;
     let p = f.hi * INV_TWO_PI_HI;
     // Exact: p + e == f.hi * INV_TWO_PI_HI.
@@ -30,9 +42,8 @@ pub(crate) fn fixed_revolutions(f: Dd) -> u64 {
     let hi = p * TWO_64;
     let whole = hi.floor();
     let frac = hi - whole;
-    let whole = whole.rem_euclid(TWO_64) as u64;
     let rest = (lo * TWO_64 + frac).round() as i64;
-    whole.wrapping_add(rest as u64)
+    (whole as u128).wrapping_add(rest as i128 as u128)
 }
 
 /// The largest frequency, in radians per position, whose angles stay within the contract at
@@ -41,9 +52,10 @@ pub(crate) fn fixed_revolutions(f: Dd) -> u64 {
 pub(crate) const MAX_FREQUENCY: f64 = 1_099_511_627_776.0;
 
 /// Packs frequencies for a kernel that handles `g` pairs per invocation: for each group of
-/// `g` pairs, their `g` low words, their `g` high words, and their `g` M-RoPE axes
+/// `g` pairs, their `g` low words, their `g` high words, and their `g` third words
 /// (`freq[3 * group]`, `freq[3 * group + 1]`, `freq[3 * group + 2]` in the shader, as `u32`
-/// or `vec4<u32>`).
+/// or `vec4<u32>`): RoPE's M-RoPE axes, or the sinusoidal kernel's whole revolutions for
+/// f32 positions.
 pub(crate) fn pack_frequencies(inv_freq: &[Dd], axes: &[u32], g: usize) -> Vec<u32> {
     debug_assert!(g > 0 && inv_freq.len().is_multiple_of(g) && axes.len() == inv_freq.len());
     let mut words = Vec::with_capacity(inv_freq.len() * 3);
@@ -96,6 +108,21 @@ mod tests {
             let diff = got.wrapping_sub(exact) as i64;
             assert!(diff.abs() <= 2, "f = {f}: got {got:#x}, exact {exact:#x}");
         }
+    }
+
+    #[test]
+    fn whole_revolutions_are_the_bits_above_the_fraction() {
+        use std::f64::consts::TAU;
+        // Just below and above whole numbers of revolutions (away from the rounding edge).
+        for (f, whole) in [(0.5, 0), (TAU * 0.999, 0), (TAU * 1.001, 1), (1000.0, 159)] {
+            assert_eq!(whole_revolutions(Dd::from_f64(f)), Some(whole), "f = {f}");
+        }
+        assert_eq!(whole_revolutions(Dd::from_f64(TAU * 4.3e9)), None);
+        // The fraction is unchanged by the split.
+        let f = Dd::from_f64(1000.0);
+        let frac = (1000.0 / TAU - 159.0) * 18_446_744_073_709_551_616.0;
+        let got = fixed_revolutions(f) as f64;
+        assert!((got - frac).abs() / frac < 1e-12, "{got} vs {frac}");
     }
 
     #[test]

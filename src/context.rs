@@ -334,7 +334,21 @@ impl PosEnc {
         table: &TensorView<'_>,
         start: u32,
     ) -> Result<EncodeReport> {
-        let op = SinusoidalOp::Table { start };
+        self.encode_sinusoidal_table_at(encoder, spec, table, Positions::Start(start))
+    }
+
+    /// Records the sinusoidal table into `table` at any positions: row `s` of batch row `b`
+    /// (in every head) gets the encoding of token `(b, s)`'s position. With
+    /// [`Positions::Float`] and a `[1, 1, n, dim]` table (e.g. [`Layout::rows`]) it is
+    /// diffusers' timestep projection of `n` timesteps ([`SinusoidalSpec::timesteps`]).
+    pub fn encode_sinusoidal_table_at(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        spec: &SinusoidalSpec,
+        table: &TensorView<'_>,
+        positions: Positions<ArrayView<'_>>,
+    ) -> Result<EncodeReport> {
+        let op = SinusoidalOp::Table { positions };
         self.passes.encode_sinusoidal(encoder, spec, table, op)
     }
 
@@ -375,11 +389,51 @@ impl PosEnc {
         let layout = Layout::rows(seq, spec.d_model);
         self.passes
             .fill_new("the sinusoidal table", layout, |passes, encoder, table| {
-                let op = SinusoidalOp::Table { start };
+                let op = SinusoidalOp::Table {
+                    positions: Positions::Start(start),
+                };
                 passes
                     .encode_sinusoidal(encoder, spec, &table, op)
                     .map(drop)
             })
+            .await
+    }
+
+    /// The sinusoidal table in a new tensor of `layout` at host positions (u32 or f32):
+    /// row `s` of batch row `b`, in every head, gets the encoding of token `(b, s)`'s
+    /// position. Timestep embeddings of diffusers' `Timesteps`:
+    /// `sinusoidal_table_at_host(&SinusoidalSpec::timesteps(256, true, 0.0),
+    /// Layout::rows(t.len() as u64, 256), HostPositions::float(&t))`.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn sinusoidal_table_at_host(
+        &self,
+        spec: &SinusoidalSpec,
+        layout: Layout,
+        positions: HostPositions<'_>,
+    ) -> Result<Vec<f32>> {
+        pollster::block_on(self.sinusoidal_table_at_host_async(spec, layout, positions))
+    }
+
+    /// The async form of `PosEnc::sinusoidal_table_at_host`.
+    pub async fn sinusoidal_table_at_host_async(
+        &self,
+        spec: &SinusoidalSpec,
+        layout: Layout,
+        positions: HostPositions<'_>,
+    ) -> Result<Vec<f32>> {
+        spec.validate()?;
+        self.passes
+            .fill_new_at_positions(
+                "the sinusoidal table",
+                layout,
+                positions,
+                |passes, encoder, table, positions| {
+                    let op = SinusoidalOp::Table { positions };
+                    passes
+                        .encode_sinusoidal(encoder, spec, &table, op)
+                        .map(drop)
+                },
+            )
             .await
     }
 

@@ -72,8 +72,10 @@ pub enum Error {
         /// Which output to give.
         what: &'static str,
     },
-    /// `d_model` of a sinusoidal encoding is zero, odd or too large.
-    #[error("d_model {d_model} must be even, non-zero and below 2^32: each sin has its cos")]
+    /// `d_model` of a sinusoidal encoding is below 2 or too large.
+    #[error(
+        "d_model {d_model} must be at least 2 and below 2^32: a row holds at least one sin and its cos"
+    )]
     InvalidDModel {
         /// The value given.
         d_model: u64,

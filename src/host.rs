@@ -52,6 +52,27 @@ impl Passes {
         Ok(data)
     }
 
+    /// [`Passes::fill_new`] with host positions uploaded for `encode`.
+    pub(crate) async fn fill_new_at_positions(
+        &self,
+        what: &'static str,
+        layout: Layout,
+        positions: HostPositions<'_>,
+        encode: impl FnOnce(
+            &Self,
+            &mut wgpu::CommandEncoder,
+            TensorView<'_>,
+            Positions<ArrayView<'_>>,
+        ) -> Result<()>,
+    ) -> Result<Vec<f32>> {
+        check_host_positions(&positions, &layout)?;
+        let uploaded = positions.try_map(0, 0, |v, _| self.upload(v, "wgpu-posenc positions"))?;
+        self.fill_new(what, layout, |ctx, encoder, table| {
+            encode(ctx, encoder, table, uploaded.as_ref().map(ArrayView::new))
+        })
+        .await
+    }
+
     fn upload(&self, data: &[u32], label: &'static str) -> Result<wgpu::Buffer> {
         // A binding needs at least one word.
         let contents: &[u8] = if data.is_empty() {
@@ -200,6 +221,7 @@ fn check_host_positions(positions: &HostPositions<'_>, layout: &Layout) -> Resul
     let seq = layout.shape[2];
     // Before anything is uploaded: an empty slice would otherwise become one zero word.
     positions.check_lengths(layout.shape[0], seq)?;
+    positions.check_values()?;
     let past = |start: u32, len: u64| {
         len > 0 && u64::from(start).saturating_add(len - 1) > u64::from(u32::MAX)
     };

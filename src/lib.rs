@@ -58,6 +58,7 @@ mod positions;
 pub mod reference;
 #[cfg(feature = "roofline")]
 pub mod roofline;
+mod sinusoid;
 mod spec;
 mod tensor;
 pub mod wgsl;

@@ -42,6 +42,12 @@ pub enum Positions<A> {
     /// Three position axes per token for M-RoPE (temporal, height, width), `[3, batch, seq]`
     /// (HF Qwen2-VL `position_ids`). Needs [`RopeSpec::mrope`](crate::RopeSpec::mrope).
     Axes(A),
+    /// f32 positions, `[batch, seq]` row-major, each value's bits as a u32
+    /// ([`f32::to_bits`]; [`HostPositions::float`] casts a `&[f32]`): diffusion timesteps,
+    /// fractional coordinates, negative positions. The sinusoidal encoding takes them; the
+    /// angle is exact for the given f32 value (`|p| < 2^32`). On the host a NaN, an infinity
+    /// or `|p| >= 2^32` is an error; read on the GPU, such a position gives NaN rows.
+    Float(A),
 }
 
 /// [`Positions`] in host slices, for the `*_host` methods and the reference.
@@ -71,6 +77,7 @@ impl<A> Positions<A> {
                 offsets: offsets.as_ref(),
             },
             Positions::Axes(v) => Positions::Axes(v),
+            Positions::Float(v) => Positions::Float(v),
         }
     }
 
@@ -159,11 +166,47 @@ impl<A> Positions<A> {
             Positions::Axes(v) => {
                 Positions::Axes(f(v, need("M-RoPE position ids", tokens.saturating_mul(3)))?)
             }
+            Positions::Float(v) => Positions::Float(f(v, need("f32 positions", tokens))?),
         })
     }
 }
 
 impl<'a> Positions<&'a [u32]> {
+    /// f32 positions from a host slice, `[batch, seq]` row-major.
+    pub fn float(values: &'a [f32]) -> Self {
+        Positions::Float(bytemuck::cast_slice(values))
+    }
+
+    /// Checks that f32 positions are finite with `|p| < 2^32` (the range whose angles are
+    /// exact); any other positions pass.
+    pub fn check_values(&self) -> Result<()> {
+        if let Positions::Float(bits) = self
+            && let Some(&b) = bits
+                .iter()
+                .find(|&&b| !float_position_ok(f32::from_bits(b)))
+        {
+            return Err(Error::InvalidParameter {
+                what: "f32 position",
+                value: f64::from(f32::from_bits(b)),
+                need: "finite, with |p| < 2^32 (larger ones cannot be reduced exactly)",
+            });
+        }
+        Ok(())
+    }
+
+    /// The position of token `(b, s)` as a number, for every variant with one position a
+    /// token (on `axis` for M-RoPE): [`HostPositions::position`], or the f32 value of
+    /// [`Positions::Float`]. `None` where that is `None`.
+    pub fn value(&self, batch: u64, seq: u64, b: u64, s: u64, axis: u64) -> Option<f64> {
+        match *self {
+            Positions::Float(bits) => {
+                let token = b.checked_mul(seq)?.checked_add(s)?;
+                let bits = *bits.get(usize::try_from(token).ok()?)?;
+                Some(f64::from(f32::from_bits(bits)))
+            }
+            _ => self.position(batch, seq, b, s, axis).map(f64::from),
+        }
+    }
     /// Packed variable-length sequences from host slices: `cu_seqlens.len() - 1` sequences.
     pub fn varlen(cu_seqlens: &'a [u32], offsets: Option<&'a [u32]>) -> Self {
         let n = cu_seqlens.len().saturating_sub(1);
@@ -205,7 +248,8 @@ impl<'a> Positions<&'a [u32]> {
 
     /// Position of token `(b, s)` of a view of `batch` rows of `seq` tokens, on `axis`
     /// (0 unless M-RoPE); `None` when the arrays lack the value (see
-    /// [`HostPositions::check_lengths`]) or the position would pass `u32::MAX`.
+    /// [`HostPositions::check_lengths`]), the position would pass `u32::MAX`, or the
+    /// positions are f32 ([`HostPositions::value`]).
     pub fn position(&self, batch: u64, seq: u64, b: u64, s: u64, axis: u64) -> Option<u32> {
         let at = |v: &[u32], i: Option<u64>| -> Option<u32> {
             v.get(usize::try_from(i?).ok()?).copied()
@@ -234,6 +278,13 @@ impl<'a> Positions<&'a [u32]> {
                 let plane = axis.checked_mul(batch)?.checked_mul(seq)?;
                 at(ids, token.and_then(|t| t.checked_add(plane)))
             }
+            // Not integers: see `HostPositions::value`.
+            Positions::Float(_) => None,
         }
     }
+}
+
+/// An f32 position whose angle is exact: finite, `|p| < 2^32`.
+pub(crate) fn float_position_ok(p: f32) -> bool {
+    p.is_finite() && p.abs() < 4_294_967_296.0
 }

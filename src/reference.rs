@@ -8,7 +8,7 @@
 use crate::error::Result;
 use crate::frequencies::Scaling;
 use crate::positions::HostPositions;
-use crate::spec::{RopeSpec, SinusoidalSpec};
+use crate::spec::{RopeSpec, SinusoidalSpec, Timescales};
 use crate::tensor::Layout;
 
 /// 2 pi as the sum of three f64 (the last one far below anything that matters here).
@@ -27,13 +27,20 @@ pub fn sincos(position: u32, freq: f64) -> (f64, f64) {
 /// unevaluated sum (double-double, as [`inv_freq_exact`] returns it), reduced as in
 /// [`sincos`]: within about 1e-15 of the real-number value at every u32 position.
 pub fn sincos_exact(position: u32, freq: f64, freq_lo: f64) -> (f64, f64) {
-    let p = f64::from(position);
-    // a + b == p * freq exactly; c = p * freq_lo (below 2^-20: its rounding is far below
+    sincos_at(f64::from(position), freq, freq_lo)
+}
+
+/// [`sincos_exact`] at any position of at most 53 significant bits (every u32 and every
+/// f32, negative ones included): within about 1e-12 of the real-number value while
+/// `|position * freq| < 2^60`.
+pub fn sincos_at(position: f64, freq: f64, freq_lo: f64) -> (f64, f64) {
+    let p = position;
+    // a + b == p * freq exactly; c = p * freq_lo (below 2^-52 |a|: its rounding is far below
     // anything that matters).
     let a = p * freq;
     let b = p.mul_add(freq, -a);
     let c = p * freq_lo;
-    // a - k 2pi, one rounding per step; k < 2^34, so k * TWO_PI_LO < 1e-22.
+    // a - k 2pi, one rounding per step.
     let k = (a / TWO_PI_HI).round();
     let r = (-k).mul_add(TWO_PI_HI, a);
     let r = (-k).mul_add(TWO_PI_MID, r);
@@ -173,38 +180,83 @@ pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f
     }
 }
 
-/// The frequencies of a sinusoidal spec as `(hi, lo)` pairs: the RoPE ones of its base
-/// computed here, or the timescale ones of the spec.
+/// The frequencies of a sinusoidal spec as `(hi, lo)` pairs: the RoPE ones of its base and
+/// diffusers' shifted form computed here (each power on its own), the timescale ones of the
+/// spec; times the frequency scale.
 fn sinusoidal_frequencies(spec: &SinusoidalSpec) -> Vec<(f64, f64)> {
-    match spec.timescales {
-        None => inv_freq_exact(spec.d_model, spec.base),
-        Some(_) => spec
-            .frequencies_dd()
+    use crate::dd::Dd;
+    let n = spec.pairs();
+    let unscaled: Vec<Dd> = match spec.timescales {
+        None => inv_freq_exact(spec.d_model, spec.base)
             .into_iter()
-            .map(|f| (f.hi, f.lo))
+            .map(|(hi, lo)| Dd { hi, lo })
             .collect(),
-    }
+        Some(Timescales::Shifted { max_period, shift }) => {
+            let steps = Dd::from_f64(n as f64).sub(Dd::from_f64(shift));
+            let l = Dd::from_f64(max_period).ln();
+            (0..n)
+                .map(|i| l.mul_f64(i as f64).div(steps).neg().exp())
+                .collect()
+        }
+        Some(_) => {
+            let unit = SinusoidalSpec {
+                freq_scale: 1.0,
+                ..*spec
+            };
+            unit.frequencies_dd()
+        }
+    };
+    let scale = Dd::from_f64(spec.freq_scale);
+    unscaled
+        .into_iter()
+        .map(|w| w.mul(scale))
+        .map(|w| (w.hi, w.lo))
+        .collect()
 }
 
 /// The sinusoidal row of position `p`: `d_model` values in the spec's layout (zeros for
-/// the padding index).
+/// the padding index; an odd width ends with a zero).
 pub fn sinusoidal_row(spec: &SinusoidalSpec, p: u32) -> Vec<f64> {
-    row_of(spec, &sinusoidal_frequencies(spec), p)
+    row_of(
+        spec,
+        &sinusoidal_frequencies(spec),
+        f64::from(p),
+        spec.padding_idx == Some(p),
+    )
 }
 
-fn row_of(spec: &SinusoidalSpec, freqs: &[(f64, f64)], p: u32) -> Vec<f64> {
-    let d = spec.d_model;
-    let mut row = vec![0.0; d as usize];
-    if spec.padding_idx == Some(p) {
+/// The sinusoidal row of an f32 position (a diffusion timestep, a coordinate).
+pub fn sinusoidal_row_at(spec: &SinusoidalSpec, p: f32) -> Vec<f64> {
+    row_of(spec, &sinusoidal_frequencies(spec), f64::from(p), false)
+}
+
+fn row_of(spec: &SinusoidalSpec, freqs: &[(f64, f64)], p: f64, padding: bool) -> Vec<f64> {
+    let mut row = vec![0.0; spec.d_model as usize];
+    if padding {
         return row;
     }
     for (i, &(w, w_lo)) in freqs.iter().enumerate() {
-        let (sin, cos) = sincos_exact(p, w, w_lo);
-        let (i_sin, i_cos) = spec.pair_layout().elements(d, i as u64);
+        let (sin, cos) = sincos_at(p, w, w_lo);
+        let (i_sin, i_cos) = spec.slots(i as u64);
         row[i_sin as usize] = sin;
         row[i_cos as usize] = cos;
     }
     row
+}
+
+/// The row of token `(b, s)`: at its position, zero for the padding index.
+fn token_row(
+    spec: &SinusoidalSpec,
+    freqs: &[(f64, f64)],
+    positions: &HostPositions<'_>,
+    [nb, ns, b, s]: [u64; 4],
+) -> Vec<f64> {
+    let p = positions
+        .value(nb, ns, b, s, 0)
+        .expect("host positions hold every position of the view");
+    let padding =
+        !matches!(positions, HostPositions::Float(_)) && spec.padding_idx.map(f64::from) == Some(p);
+    row_of(spec, freqs, p, padding)
 }
 
 /// The table `[seq, d_model]` for positions `start..start + seq`.
@@ -214,17 +266,47 @@ pub fn sinusoidal_table(spec: &SinusoidalSpec, seq: u64, start: u32) -> Vec<f64>
     let freqs = sinusoidal_frequencies(spec);
     let rows = seq.min(u64::from(u32::MAX - start) + 1);
     (0..rows)
-        .flat_map(|s| row_of(spec, &freqs, start + s as u32))
+        .flat_map(|s| {
+            let p = start + s as u32;
+            row_of(spec, &freqs, f64::from(p), spec.padding_idx == Some(p))
+        })
         .collect()
 }
 
-/// `x = x * scale + PE` over the rows of `layout`, token `s` at position `start + s`.
+/// The table written into the rows of `layout` in `out`: row `(b, h, s)` gets the encoding
+/// of token `(b, s)`'s position (u32 or f32). Elements outside the rows are left alone.
+pub fn sinusoidal_table_at(
+    spec: &SinusoidalSpec,
+    layout: &Layout,
+    out: &mut [f64],
+    positions: HostPositions<'_>,
+) {
+    for_rows(spec, layout, positions, |row, pe| {
+        out[row..row + pe.len()].copy_from_slice(pe);
+    });
+}
+
+/// `x = x * scale + PE` over the rows of `layout`, token `(b, s)` at its position.
 pub fn sinusoidal_add(
     spec: &SinusoidalSpec,
     layout: &Layout,
     x: &mut [f64],
     positions: HostPositions<'_>,
     scale: f64,
+) {
+    for_rows(spec, layout, positions, |row, pe| {
+        for (k, v) in pe.iter().enumerate() {
+            x[row + k] = x[row + k] * scale + v;
+        }
+    });
+}
+
+/// `f(index of the row's first element, its encoding)` for every row of `layout`.
+fn for_rows(
+    spec: &SinusoidalSpec,
+    layout: &Layout,
+    positions: HostPositions<'_>,
+    mut f: impl FnMut(usize, &[f64]),
 ) {
     let [nb, nh, ns, _] = layout.shape;
     if nh == 0 {
@@ -233,15 +315,9 @@ pub fn sinusoidal_add(
     let freqs = sinusoidal_frequencies(spec);
     for s in 0..ns {
         for b in 0..nb {
-            let p = positions
-                .position(nb, ns, b, s, 0)
-                .expect("host positions hold every position of the view");
-            let pe = row_of(spec, &freqs, p);
+            let pe = token_row(spec, &freqs, &positions, [nb, ns, b, s]);
             for h in 0..nh {
-                let row = row_start(layout, b, h, s) as usize;
-                for (k, v) in pe.iter().enumerate() {
-                    x[row + k] = x[row + k] * scale + v;
-                }
+                f(row_start(layout, b, h, s) as usize, &pe);
             }
         }
     }

@@ -1,8 +1,8 @@
 //! What to compute: plain data describing each encoding, validated once at the boundary.
 
-use crate::dd::Dd;
 use crate::error::{Error, Result};
-use crate::frequencies::{Scaling, default_inv_freq_dd};
+use crate::frequencies::Scaling;
+pub use crate::sinusoid::{SinusoidalLayout, SinusoidalSpec, Timescales};
 
 /// Which two elements of a row form a rotated pair.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -51,16 +51,6 @@ impl OutputOrder {
             _ => lane,
         }
     }
-}
-
-/// Where the sin and cos of frequency `i` go in a sinusoidal row of `d_model` elements.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum SinusoidalLayout {
-    /// `PE[p, 2i] = sin`, `PE[p, 2i + 1] = cos` (Vaswani et al., 2017).
-    #[default]
-    Interleaved,
-    /// `[sin_0 .. sin_{d/2-1} | cos_0 .. cos_{d/2-1}]` (tensor2tensor, fairseq, HF Marian).
-    Concatenated,
 }
 
 /// Element type of a tensor in GPU memory. Arithmetic is always f32.
@@ -309,174 +299,7 @@ impl RopeSpec {
     }
 }
 
-/// Frequencies of a sinusoidal encoding from a smallest and a largest timescale (both
-/// positive, `min <= max`), log-spaced over the `n = d_model / 2` pairs.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Timescales {
-    /// `w_i = 1 / (min (max/min)^(i / (n - 1)))`: reciprocals of the timescales, as
-    /// tensor2tensor's docstring says and fairseq computes (with `min = 1`).
-    Reciprocal {
-        /// Smallest timescale.
-        min: f64,
-        /// Largest timescale.
-        max: f64,
-    },
-    /// `w_i = min * exp(-i ln(max/min) / max(n - 1, 1))`: what tensor2tensor's
-    /// `get_timing_signal_1d` computes.
-    Tensor2Tensor {
-        /// `min_timescale`.
-        min: f64,
-        /// `max_timescale`.
-        max: f64,
-    },
-}
-
-/// `ln(max / min) / max(n - 1, 1)` in double-double.
-fn ln_ratio(min: f64, max: f64, n: u64) -> Dd {
-    let steps = n.max(2) - 1;
-    Dd::from_f64(max)
-        .ln()
-        .sub(Dd::from_f64(min).ln())
-        .div(Dd::from_f64(steps as f64))
-}
-
-/// The sinusoidal encoding of Vaswani et al.: `PE[p, 2i] = sin(p w_i)`, `PE[p, 2i+1] = cos(p w_i)`,
-/// `w_i = base^(-2i/d_model)`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SinusoidalSpec {
-    /// Width of a row (even).
-    pub d_model: u64,
-    /// Base of the frequencies; 10 000 in the original Transformer.
-    pub base: f64,
-    /// Where the sines and cosines go.
-    pub layout: SinusoidalLayout,
-    /// Frequencies from two timescales instead of `base` (tensor2tensor, fairseq).
-    pub timescales: Option<Timescales>,
-    /// fairseq's padding index: the row of this position is all zeros (and the fused add
-    /// adds nothing to such tokens). fairseq numbers real tokens from `padding_idx + 1`:
-    /// pass that as the start, or position ids that map padding tokens to `padding_idx`.
-    pub padding_idx: Option<u32>,
-}
-
-impl SinusoidalSpec {
-    /// Interleaved layout, base 10 000.
-    pub fn new(d_model: u64) -> Self {
-        Self {
-            d_model,
-            base: 10_000.0,
-            layout: SinusoidalLayout::Interleaved,
-            timescales: None,
-            padding_idx: None,
-        }
-    }
-
-    /// Frequencies that are the reciprocals of `n = d_model / 2` timescales log-spaced from
-    /// `min` to `max`: `w_i = 1 / (min (max/min)^(i / (n - 1)))`, as tensor2tensor's
-    /// docstring describes and fairseq computes with `(1, 10000)`. See
-    /// [`SinusoidalSpec::tensor2tensor_timescales`] for what tensor2tensor's code computes
-    /// (the same when `min == 1`).
-    pub fn timescales(mut self, min: f64, max: f64) -> Self {
-        self.timescales = Some(Timescales::Reciprocal { min, max });
-        self
-    }
-
-    /// The frequencies tensor2tensor's `get_timing_signal_1d` computes:
-    /// `inv_timescale_i = min * exp(-i ln(max/min) / max(n - 1, 1))`, `n = d_model / 2`.
-    /// Models trained with tensor2tensor and `min_timescale != 1` expect these; with
-    /// `min == 1` they equal [`SinusoidalSpec::timescales`].
-    pub fn tensor2tensor_timescales(mut self, min: f64, max: f64) -> Self {
-        self.timescales = Some(Timescales::Tensor2Tensor { min, max });
-        self
-    }
-
-    /// fairseq's zeroed padding row.
-    pub fn padding_idx(mut self, padding_idx: u32) -> Self {
-        self.padding_idx = Some(padding_idx);
-        self
-    }
-
-    /// The angular frequency of each sin/cos pair, radians per position.
-    pub fn frequencies(&self) -> Vec<f64> {
-        self.frequencies_dd().into_iter().map(|f| f.hi).collect()
-    }
-
-    /// [`SinusoidalSpec::frequencies`] in double-double: `w_0 q^i`, `q` and `w_0` from
-    /// double-double logarithms and exponentials.
-    pub(crate) fn frequencies_dd(&self) -> Vec<Dd> {
-        let half = self.d_model / 2;
-        let (w0, step) = match self.timescales {
-            // The RoPE frequencies of rotary dim d_model: a cos/sin cache filled by the table
-            // kernel holds exactly the angles RoPE computes on the fly.
-            None => {
-                return default_inv_freq_dd(
-                    self.d_model.min(u64::from(u32::MAX)) as u32,
-                    self.base,
-                );
-            }
-            Some(Timescales::Reciprocal { min, max }) => {
-                (Dd::from_f64(min).ln().neg(), ln_ratio(min, max, half))
-            }
-            Some(Timescales::Tensor2Tensor { min, max }) => {
-                (Dd::from_f64(min).ln(), ln_ratio(min, max, half))
-            }
-        };
-        let (w0, q) = (w0.exp(), step.neg().exp());
-        let mut w = w0;
-        (0..half)
-            .map(|_| {
-                let this = w;
-                w = w.mul(q);
-                this
-            })
-            .collect()
-    }
-
-    /// Sets the layout.
-    pub fn layout(mut self, layout: SinusoidalLayout) -> Self {
-        self.layout = layout;
-        self
-    }
-
-    /// Sets the base.
-    pub fn base(mut self, base: f64) -> Self {
-        self.base = base;
-        self
-    }
-
-    /// Checks the spec as every sinusoidal call does: an even, non-zero `d_model` below 2^32,
-    /// finite timescales with `0 < min <= max`, and a finite base above 1.
-    pub fn validate(&self) -> Result<()> {
-        if self.d_model == 0
-            || !self.d_model.is_multiple_of(2)
-            || self.d_model > u64::from(u32::MAX)
-        {
-            return Err(Error::InvalidDModel {
-                d_model: self.d_model,
-            });
-        }
-        if let Some(Timescales::Reciprocal { min, max } | Timescales::Tensor2Tensor { min, max }) =
-            self.timescales
-            && !(min.is_finite() && max.is_finite() && min > 0.0 && max >= min)
-        {
-            return Err(Error::InvalidParameter {
-                what: "timescales (min, max)",
-                value: if min > 0.0 { max } else { min },
-                need: "finite, with 0 < min <= max",
-            });
-        }
-        check_base(self.base)
-    }
-
-    /// The pair layout of the shared pair kernels that puts sin and cos where `layout` says.
-    pub(crate) fn pair_layout(&self) -> PairLayout {
-        match self.layout {
-            SinusoidalLayout::Interleaved => PairLayout::Interleaved,
-            SinusoidalLayout::Concatenated => PairLayout::HalfSplit,
-        }
-    }
-}
-
-fn check_base(base: f64) -> Result<()> {
+pub(crate) fn check_base(base: f64) -> Result<()> {
     if base.is_finite() && base > 1.0 {
         Ok(())
     } else {

@@ -2,7 +2,8 @@
 //! either returns an error, or matches the f64 reference within the contract with every
 //! element outside the output views unchanged; none panics or aborts. Drawn here: RoPE in
 //! every form (in place, Q and K, out of place, a cos/sin cache, host slices), the
-//! sinusoidal table and add (GPU and host), views of one buffer, the fused QKV call with its
+//! sinusoidal table and add (GPU and host; diffusers' timestep form and f32 positions drawn
+//! in `random_calls/sinusoidal.rs`), views of one buffer, the fused QKV call with its
 //! caches (`random_calls/fused.rs`), `RopeSpec::angle_words` and the WGSL export helpers
 //! (`random_calls/export.rs`), and `HfRope::from_config` on generated config.json values in
 //! a child process that survives aborts (`random_calls/configs.rs`). Failing cases are kept
@@ -20,6 +21,8 @@ mod configs;
 mod export;
 #[path = "random_calls/fused.rs"]
 mod fused;
+#[path = "random_calls/sinusoidal.rs"]
+mod sinusoidal;
 
 use common::{ctx, poison, u32_buffer, widen};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -78,6 +81,7 @@ enum Pos {
     Ids(Vec<u32>),
     Varlen(Vec<u32>, Option<Vec<u32>>),
     Axes(Vec<u32>),
+    Float(Vec<u32>),
 }
 
 impl Pos {
@@ -88,6 +92,7 @@ impl Pos {
             Pos::Ids(v) => HostPositions::Ids(v),
             Pos::Varlen(c, o) => HostPositions::varlen(c, o.as_deref()),
             Pos::Axes(v) => HostPositions::Axes(v),
+            Pos::Float(v) => HostPositions::Float(v),
         }
     }
 }
@@ -102,6 +107,8 @@ struct Case {
     k_heads: u64,
     scale: f32,
     sin_layout: SinusoidalLayout,
+    /// The sinusoidal frequency form (`sinusoidal::spec`).
+    sin_form: u8,
     seed: u64,
 }
 
@@ -185,7 +192,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         layout_strategy(),
         prop_oneof![4 => Just(Dtype::F32), 1 => Just(Dtype::BF16)],
         spec,
-        0u8..6,
+        0u8..7,
         0u64..4,
         prop_oneof![Just(1.0f32), Just(0.5f32), Just(8.0f32), Just(f32::NAN)],
         any::<bool>(),
@@ -225,6 +232,12 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                         let offsets = (seed % 2 == 0).then(|| ids(cu.len() as u64 - 1, false));
                         Pos::Varlen(cu, offsets)
                     }
+                    6 => {
+                        // Bad values only where the host sees them, which must refuse them.
+                        let host = matches!(entry, Entry::SinAddHost | Entry::SinTableHost);
+                        let n = (b * s + seed % 3).saturating_sub(1);
+                        Pos::Float(sinusoidal::float_positions(n, seed, host && seed % 4 == 0))
+                    }
                     _ => {
                         // M-RoPE sections covering the rotary pairs when they can.
                         let pairs = spec.rotary_dim.unwrap_or(layout.shape[3]) / 2;
@@ -251,6 +264,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                     } else {
                         SinusoidalLayout::Interleaved
                     },
+                    sin_form: (seed >> 40) as u8 % 5,
                     seed,
                 }
             },
@@ -386,9 +400,13 @@ fn run_case(case: &Case) -> Result<bool, String> {
     let n = input.len();
     let bytes = to_bytes(&input, dtype);
     let before = values(&bytes, dtype, n);
-    let sin_spec = SinusoidalSpec::new(layout.shape[3])
-        .layout(case.sin_layout)
-        .base(case.spec.base);
+    let sin_spec = sinusoidal::spec(
+        layout.shape[3],
+        case.sin_layout,
+        case.spec.base,
+        case.sin_form,
+        case.seed,
+    );
     let host = case.positions.host();
     match case.entry {
         Entry::RopeHost | Entry::SinAddHost | Entry::SinTableHost => {
@@ -400,9 +418,8 @@ fn run_case(case: &Case) -> Result<bool, String> {
                     ctx().sinusoidal_add_host(&sin_spec, layout, &mut out, host, case.scale)
                 }
                 _ => {
-                    let start = match case.positions {
-                        Pos::Start(p) => p,
-                        _ => 0,
+                    let Pos::Start(start) = case.positions else {
+                        return table_at_host(&sin_spec, &layout, host);
                     };
                     let s = layout.shape[2];
                     return match ctx().sinusoidal_table_host(&sin_spec, s, start) {
@@ -491,15 +508,9 @@ fn run_case(case: &Case) -> Result<bool, String> {
                             .with_overflow_flag(ArrayView::new(&flag)),
                     ),
                 ),
-                Entry::SinTable => ctx().encode_sinusoidal_table(
-                    &mut encoder,
-                    &sin_spec,
-                    &view,
-                    match case.positions {
-                        Pos::Start(p) => p,
-                        _ => 0,
-                    },
-                ),
+                Entry::SinTable => {
+                    ctx().encode_sinusoidal_table_at(&mut encoder, &sin_spec, &view, pos)
+                }
                 _ => ctx().encode_sinusoidal_add(&mut encoder, &sin_spec, &view, pos, case.scale),
             };
             refuses_order(case, result.is_ok())?;
@@ -550,21 +561,7 @@ fn run_case(case: &Case) -> Result<bool, String> {
                     );
                 }
                 Entry::SinTable => {
-                    let start = match case.positions {
-                        Pos::Start(p) => p,
-                        _ => 0,
-                    };
-                    let [nb, nh, ns, d] = layout.shape;
-                    let rows = reference::sinusoidal_table(&sin_spec, ns, start);
-                    for b in 0..nb {
-                        for h in 0..nh {
-                            for s in 0..ns {
-                                let at = reference::row_start(&layout, b, h, s) as usize;
-                                let row = &rows[(s * d) as usize..((s + 1) * d) as usize];
-                                want_x[at..at + d as usize].copy_from_slice(row);
-                            }
-                        }
-                    }
+                    reference::sinusoidal_table_at(&sin_spec, &layout, &mut want_x, host);
                 }
                 _ => reference::sinusoidal_add(
                     &sin_spec,
@@ -576,6 +573,23 @@ fn run_case(case: &Case) -> Result<bool, String> {
             }
             check(&before, &got_x, &want_x, dtype)?;
             check(&before_y, &got_y, &want_y, dtype).map(|()| true)
+        }
+    }
+}
+
+/// The table at any host positions in a new tensor of `layout` (zeros outside its rows).
+fn table_at_host(
+    spec: &SinusoidalSpec,
+    layout: &Layout,
+    host: HostPositions<'_>,
+) -> Result<bool, String> {
+    match ctx().sinusoidal_table_at_host(spec, *layout, host) {
+        Err(_) => Ok(false),
+        Ok(table) => {
+            let zeros = vec![0.0; table.len()];
+            let mut expected = zeros.clone();
+            reference::sinusoidal_table_at(spec, layout, &mut expected, host);
+            check(&zeros, &widen(&table), &expected, Dtype::F32).map(|()| true)
         }
     }
 }

@@ -4,7 +4,7 @@
 use super::cache::{BindKey, Slot};
 use super::pass::{EncodeReport, PassPositions, Words, fold_grid};
 use super::plan::Params;
-use super::rope::{Rope, byte_end, check_disjoint, resolve_positions, width_for, words};
+use super::rope::{Reads, Rope, byte_end, check_disjoint, resolve_positions, width_for, words};
 use super::{Kernel, Op, Specialization, WORKGROUP, Width};
 use crate::error::{Error, Result};
 use crate::positions::Positions;
@@ -179,7 +179,8 @@ impl Block<'_> {
                 (None, None)
             }
             Positions::BatchStarts(w) => (Some((w, b0, nb)), None),
-            Positions::Ids(w) => (Some((w, token, rows)), None),
+            // Float positions are refused by `resolve_positions`; they read as ids would.
+            Positions::Ids(w) | Positions::Float(w) => (Some((w, token, rows)), None),
             Positions::Axes(w) => (
                 Some((w, token, rows + 2 * u64::from(params.axis_stride))),
                 None,
@@ -292,8 +293,13 @@ impl Rope {
     /// frequency (and norm factor) buffer, the caches and the flag.
     fn block<'c>(&self, call: &QkvCall<'c>, views: &Views<'c>) -> Result<Block<'c>> {
         let [batch, _, seq, _] = call.qkv.layout.shape;
-        let (positions, seq_len) =
-            resolve_positions(call.positions, &views.q, self.spec.mrope.is_some())?;
+        let (positions, seq_len) = resolve_positions(
+            call.positions,
+            &views.q,
+            Reads::Rope {
+                mrope: self.spec.mrope.is_some(),
+            },
+        )?;
         let slots = self.slots(call, &positions, seq_len, views)?;
         let angles = self.angles_at(seq_len)?;
         let (width, span) = self.fused_width(call, views);

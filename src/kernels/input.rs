@@ -23,7 +23,7 @@ impl<A> Positions<A> {
         match self {
             Positions::Start(_) => IdsSpan::None,
             Positions::BatchStarts(_) => IdsSpan::PerBatch,
-            Positions::Ids(_) => IdsSpan::PerToken { seq },
+            Positions::Ids(_) | Positions::Float(_) => IdsSpan::PerToken { seq },
             Positions::Varlen { num_seqs, .. } => IdsSpan::Whole(u64::from(*num_seqs) + 1),
             Positions::Axes(_) => IdsSpan::Axes {
                 seq,
@@ -42,6 +42,7 @@ impl<A> Positions<A> {
                 offsets: offsets.is_some(),
             },
             Positions::Axes(_) => PositionMode::Axes,
+            Positions::Float(_) => PositionMode::Float,
         }
     }
 }

@@ -73,17 +73,20 @@ pub enum PositionMode {
     },
     /// Three M-RoPE axes `[3, batch, seq]`.
     Axes,
+    /// f32 positions `[batch, seq]` (their bits).
+    Float,
 }
 
 impl PositionMode {
     /// Every mode that reads positions from GPU arrays.
     #[cfg(any(test, feature = "internals"))]
-    const GPU: [PositionMode; 5] = [
+    const GPU: [PositionMode; 6] = [
         PositionMode::BatchStarts,
         PositionMode::Ids,
         PositionMode::Varlen { offsets: false },
         PositionMode::Varlen { offsets: true },
         PositionMode::Axes,
+        PositionMode::Float,
     ];
 
     fn code(self) -> f64 {
@@ -93,6 +96,7 @@ impl PositionMode {
             PositionMode::Ids => 2.0,
             PositionMode::Varlen { .. } => 3.0,
             PositionMode::Axes => 4.0,
+            PositionMode::Float => 5.0,
         }
     }
 }
@@ -125,6 +129,9 @@ pub enum Op {
         add: bool,
         /// Zero the row of the padding position.
         pad: bool,
+        /// The cosine in a pair's first element, the sine in its second (diffusers'
+        /// `flip_sin_to_cos`).
+        flip: bool,
     },
     /// `shaders/fused.wgsl`: Q rotated, K rotated and V copied into a KV cache.
     Fused {
@@ -179,6 +186,7 @@ impl Specialization {
                 Kernel::Sinusoidal => Op::Sinusoidal {
                     add: false,
                     pad: false,
+                    flip: false,
                 },
                 Kernel::Fused => Op::Fused {
                     cache: dtype,
@@ -311,9 +319,10 @@ impl Specialization {
                     Second::Source => 2.0,
                 },
             )),
-            Op::Sinusoidal { add, pad } => {
+            Op::Sinusoidal { add, pad, flip } => {
                 constants.push(("ADD", flag(add)));
                 constants.push(("PAD", flag(pad)));
+                constants.push(("FLIP", flag(flip)));
             }
             Op::Fused {
                 paged,
@@ -343,8 +352,11 @@ impl Specialization {
                     for dtype in [Dtype::F32, Dtype::F16, Dtype::BF16] {
                         let plain = Specialization::new(kernel, pair_layout, width, dtype);
                         all.push(plain);
+                        // f32 positions are the sinusoidal kernel's only.
                         for positions in PositionMode::GPU {
-                            all.push(Specialization { positions, ..plain });
+                            if positions != PositionMode::Float || kernel == Kernel::Sinusoidal {
+                                all.push(Specialization { positions, ..plain });
+                            }
                         }
                         all.push(Specialization {
                             from_cache: true,
@@ -364,9 +376,13 @@ impl Specialization {
                                 }
                             }
                             Kernel::Sinusoidal => {
-                                for (add, pad) in [(true, false), (true, true)] {
+                                for (add, pad, flip) in [
+                                    (true, false, false),
+                                    (true, true, false),
+                                    (false, false, true),
+                                ] {
                                     all.push(Specialization {
-                                        op: Op::Sinusoidal { add, pad },
+                                        op: Op::Sinusoidal { add, pad, flip },
                                         ..plain
                                     });
                                 }
@@ -406,7 +422,9 @@ impl Specialization {
                     };
                     all.push(plain);
                     for positions in PositionMode::GPU {
-                        all.push(Specialization { positions, ..plain });
+                        if positions != PositionMode::Float {
+                            all.push(Specialization { positions, ..plain });
+                        }
                     }
                     for (paged, q_out, norm) in [
                         (true, false, 0),

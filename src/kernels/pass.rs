@@ -321,7 +321,7 @@ impl Passes {
         partner: Option<&Block>,
     ) -> Dispatch<'a> {
         let elem = pass.spec.dtype.size();
-        let [_, _, s, d] = pass.a.layout.shape;
+        let [_, _, s, _] = pass.a.layout.shape;
         let groups = input.groups;
         let span = span(pass);
         // Tokens per invocation: the sinusoidal kernels step the angle from token to token
@@ -333,11 +333,8 @@ impl Passes {
             }
             _ => 1,
         };
-        let tail = if pass.spec.second() == Second::Source {
-            d - 2 * pass.pairs
-        } else {
-            0
-        };
+        // The elements past the pairs that the pass writes: see `row_len`.
+        let tail = row_len(pass) - 2 * pass.pairs;
         let total = blk.extent[0] * blk.extent[2].div_ceil(tokens) * groups;
         let (workgroups, grid) = fold_grid(total.div_ceil(WORKGROUP));
         let mut params = Params {
@@ -403,7 +400,7 @@ impl Passes {
                 return None;
             }
             PassPositions::BatchStarts(w) => (w, w.first + blk.start[0]),
-            PassPositions::Ids(w) | PassPositions::Axes(w) => {
+            PassPositions::Ids(w) | PassPositions::Axes(w) | PassPositions::Float(w) => {
                 params.axis_stride = (pass.a.layout.shape[0] * s) as u32;
                 (w, w.first + blk.start[0] * s + blk.start[2])
             }
@@ -517,10 +514,10 @@ impl Passes {
     }
 }
 
-/// Elements of a row a pass touches: out of place the tail is copied, so rows are touched
-/// to their end.
+/// Elements of a row a pass touches: out of place the tail is copied, and a sinusoidal row
+/// of odd width ends with an element of its own, so those rows are touched to their end.
 fn row_len(pass: &PairPass<'_>) -> u64 {
-    if pass.spec.second() == Second::Source {
+    if pass.spec.second() == Second::Source || pass.spec.kernel() == Kernel::Sinusoidal {
         pass.a.layout.shape[3]
     } else {
         2 * pass.pairs

@@ -225,8 +225,13 @@ impl Rope {
         views: &[&TensorView<'_>],
     ) -> Result<EncodeReport> {
         let layout = call.tensor.layout;
-        let (positions, seq_len) =
-            resolve_positions(call.positions, &layout, self.spec.mrope.is_some())?;
+        let (positions, seq_len) = resolve_positions(
+            call.positions,
+            &layout,
+            Reads::Rope {
+                mrope: self.spec.mrope.is_some(),
+            },
+        )?;
         let cache = match &call.cache {
             Some(c) => {
                 Some(
@@ -579,18 +584,42 @@ pub(crate) fn words<'a>(view: ArrayView<'a>, count: u64, what: &'static str) -> 
     })
 }
 
+/// Which positions a kernel reads.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Reads {
+    /// RoPE: u32 positions, M-RoPE axes with an M-RoPE spec and only then.
+    Rope { mrope: bool },
+    /// The sinusoidal encoding: one position a token, u32 or f32.
+    Sinusoidal,
+}
+
 /// Checks positions against a view; returns them resolved and, for contiguous positions,
 /// the sequence length that length-dependent scalings see (HF: the largest position + 1).
 pub(crate) fn resolve_positions<'a>(
     positions: Positions<ArrayView<'a>>,
     layout: &Layout,
-    mrope: bool,
+    reads: Reads,
 ) -> Result<(PassPositions<'a>, Option<u64>)> {
     let [b, _, s, _] = layout.shape;
-    if mrope != matches!(positions, Positions::Axes(_)) {
-        return Err(Error::PositionsMismatch(
-            "M-RoPE (RopeSpec::mrope) and Positions::Axes go together: give both or neither",
-        ));
+    let axes = matches!(positions, Positions::Axes(_));
+    match reads {
+        Reads::Rope { mrope } if mrope != axes => {
+            return Err(Error::PositionsMismatch(
+                "M-RoPE (RopeSpec::mrope) and Positions::Axes go together: give both or neither",
+            ));
+        }
+        Reads::Rope { .. } if matches!(positions, Positions::Float(_)) => {
+            return Err(Error::PositionsMismatch(
+                "RoPE takes u32 positions; f32 positions (Positions::Float) are for the \
+                 sinusoidal encoding",
+            ));
+        }
+        Reads::Sinusoidal if axes => {
+            return Err(Error::PositionsMismatch(
+                "the sinusoidal encoding has one position per token, not M-RoPE axes",
+            ));
+        }
+        _ => {}
     }
     match positions {
         Positions::Start(start) => check_contiguous_positions(start, s)?,

@@ -2,8 +2,10 @@
 
 use super::device::Passes;
 use super::pass::{EncodeReport, PairPass, PassPositions, PassView};
-use super::rope::{check_contiguous_positions, resolve_positions, width_for};
+use super::rope::{Reads, resolve_positions, width_for};
 use super::{Kernel, Op, Specialization};
+use crate::angle;
+use crate::dd::Dd;
 use crate::error::{Error, Result};
 use crate::positions::Positions;
 use crate::spec::SinusoidalSpec;
@@ -11,9 +13,9 @@ use crate::tensor::{ArrayView, TensorView};
 
 /// What a sinusoidal pass writes.
 pub(crate) enum SinusoidalOp<'a> {
-    /// The table: row `s` of every (batch, head) copy of the view gets the encoding of
-    /// position `start + s`.
-    Table { start: u32 },
+    /// The table: row `s` of batch row `b` (in every head) gets the encoding of token
+    /// `(b, s)`'s position (`start + s` for contiguous positions).
+    Table { positions: Positions<ArrayView<'a>> },
     /// `x = x * scale + PE` over embeddings at `positions`.
     Add {
         positions: Positions<ArrayView<'a>>,
@@ -31,10 +33,7 @@ impl Passes {
         op: SinusoidalOp<'_>,
     ) -> Result<EncodeReport> {
         let (positions, add) = match op {
-            SinusoidalOp::Table { start } => {
-                check_contiguous_positions(start, x.layout.shape[2])?;
-                (PassPositions::Start(start), None)
-            }
+            SinusoidalOp::Table { positions } => (positions, None),
             SinusoidalOp::Add { positions, scale } => {
                 if !scale.is_finite() {
                     return Err(Error::InvalidParameter {
@@ -43,17 +42,15 @@ impl Passes {
                         need: "a finite number",
                     });
                 }
-                if matches!(positions, Positions::Axes(_)) {
-                    return Err(Error::PositionsMismatch(
-                        "the sinusoidal encoding has one position per token, not M-RoPE axes",
-                    ));
-                }
-                (
-                    resolve_positions(positions, &x.layout, false)?.0,
-                    Some(scale),
-                )
+                (positions, Some(scale))
             }
         };
+        if spec.padding_idx.is_some() && matches!(positions, Positions::Float(_)) {
+            return Err(Error::PositionsMismatch(
+                "a padding index is an integer position: f32 positions cannot name it",
+            ));
+        }
+        let positions = resolve_positions(positions, &x.layout, Reads::Sinusoidal)?.0;
         self.sinusoidal_pass(encoder, spec, x, positions, add)
     }
 
@@ -79,20 +76,27 @@ impl Passes {
             // Nothing to write: a no-op that allocates nothing sized by the shape.
             return Ok(EncodeReport::default());
         }
-        let pairs = spec.d_model / 2;
+        let pairs = spec.pairs();
         let (hi, lo): (Vec<f64>, Vec<f64>) = spec
             .frequencies_dd()
             .into_iter()
             .map(|f| (f.hi, f.lo))
             .unzip();
         let inv_freq = super::rope::check_frequencies(&hi, &lo)?;
-        let axes = vec![0; pairs as usize];
+        // The third frequency word: M-RoPE's axis for RoPE, unused by the sinusoidal kernel at
+        // u32 positions; at f32 positions, the whole revolutions of each frequency.
+        let axes = if matches!(positions, Positions::Float(_)) {
+            whole_revolutions(&inv_freq)?
+        } else {
+            vec![0; pairs as usize]
+        };
         let pass = PairPass {
             spec: Specialization {
                 positions: positions.mode(),
                 op: Op::Sinusoidal {
                     add: add.is_some(),
                     pad: spec.padding_idx.is_some(),
+                    flip: spec.cos_first(),
                 },
                 ..Specialization::new(
                     Kernel::Sinusoidal,
@@ -117,4 +121,20 @@ impl Passes {
         };
         self.encode_pass(encoder, &pass)
     }
+}
+
+/// The whole revolutions per position of each frequency, for f32 positions: refused from 2^32
+/// revolutions (`2pi 2^32` rad) up, where an f32 position's share of them no longer fits the
+/// kernel's words.
+fn whole_revolutions(inv_freq: &[Dd]) -> Result<Vec<u32>> {
+    inv_freq
+        .iter()
+        .map(|&f| {
+            angle::whole_revolutions(f).ok_or(Error::InvalidParameter {
+                what: "frequency (radians per position) at f32 positions",
+                value: f.hi,
+                need: "below 2pi 2^32 (2.7e10): check the frequency scale",
+            })
+        })
+        .collect()
 }
