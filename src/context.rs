@@ -2,6 +2,7 @@
 //! passes (`kernels`), the host-slice conveniences (`host`) and the device's caches.
 
 use crate::error::{Error, Result};
+use crate::grid::SincosGrid;
 use crate::kernels::device::{CacheUsage, Passes};
 use crate::kernels::fused::QkvCall;
 use crate::kernels::pass::EncodeReport;
@@ -434,6 +435,51 @@ impl PosEnc {
                         .map(drop)
                 },
             )
+            .await
+    }
+
+    /// Records a multi-axis sin-cos table ([`SincosGrid`]: diffusers' 2-D and 3-D tables)
+    /// into `table`, `[batch, heads, grid.rows(), grid.dim]` (e.g. [`Layout::rows`]); every
+    /// (batch, head) copy gets the same rows. One pass per block, plus one for the zero
+    /// rows; the coordinates are uploaded into buffers of the call.
+    pub fn encode_sincos_grid(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        grid: &SincosGrid,
+        table: &TensorView<'_>,
+    ) -> Result<EncodeReport> {
+        self.passes.encode_sincos_grid(encoder, grid, table, None)
+    }
+
+    /// Records `x = x * scale + PE` of a [`SincosGrid`] over patch embeddings `x`, `[batch,
+    /// heads, grid.rows(), grid.dim]` (e.g. [`Layout::bsd`]): the zero rows are scaled only.
+    pub fn encode_sincos_grid_add(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        grid: &SincosGrid,
+        x: &TensorView<'_>,
+        scale: f32,
+    ) -> Result<EncodeReport> {
+        self.passes
+            .encode_sincos_grid(encoder, grid, x, Some(scale))
+    }
+
+    /// The table of a [`SincosGrid`], `[grid.rows(), grid.dim]`.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn sincos_grid_host(&self, grid: &SincosGrid) -> Result<Vec<f32>> {
+        pollster::block_on(self.sincos_grid_host_async(grid))
+    }
+
+    /// The async form of `PosEnc::sincos_grid_host`.
+    pub async fn sincos_grid_host_async(&self, grid: &SincosGrid) -> Result<Vec<f32>> {
+        grid.validate()?;
+        let layout = Layout::rows(grid.rows(), grid.dim);
+        self.passes
+            .fill_new("the sin-cos grid", layout, |passes, encoder, table| {
+                passes
+                    .encode_sincos_grid(encoder, grid, &table, None)
+                    .map(drop)
+            })
             .await
     }
 

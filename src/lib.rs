@@ -45,6 +45,7 @@ mod context;
 mod dd;
 mod error;
 pub mod frequencies;
+mod grid;
 #[cfg(feature = "hf-config")]
 mod hf;
 mod host;
@@ -66,6 +67,7 @@ pub mod wgsl;
 pub use context::PosEnc;
 pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Yarn};
+pub use grid::{GridBlock, SincosGrid};
 #[cfg(feature = "hf-config")]
 pub use hf::{HfQkNorm, HfRope, LayerRope};
 #[cfg(feature = "capture")]

@@ -301,6 +301,23 @@ pub fn sinusoidal_add(
     });
 }
 
+/// The table of a [`crate::SincosGrid`], `[grid.rows(), grid.dim]`: zero rows, then each
+/// grid token's blocks side by side, each the 1-D `[sin | cos]` row of its coordinate.
+pub fn sincos_grid(grid: &crate::SincosGrid) -> Vec<f64> {
+    let mut out = vec![0.0; (grid.zero_rows * grid.dim) as usize];
+    let blocks: Vec<_> = grid
+        .blocks
+        .iter()
+        .map(|b| (b.spec(), sinusoidal_frequencies(&b.spec()), &b.coords))
+        .collect();
+    for n in 0..grid.tokens() as usize {
+        for (spec, freqs, coords) in &blocks {
+            out.extend(row_of(spec, freqs, f64::from(coords[n]), false));
+        }
+    }
+    out
+}
+
 /// `f(index of the row's first element, its encoding)` for every row of `layout`.
 fn for_rows(
     spec: &SinusoidalSpec,

@@ -623,6 +623,49 @@ fn sinusoidal(rec: &mut Recorder, rng: &mut Rng) {
     }
 }
 
+/// diffusers' timestep projection at f32 timesteps: `[cos | sin]` of width 256 as a table
+/// (four pairs a lane), and an odd width (33: the scalar kernel, the tail element) added to
+/// bf16 rows, with scale 1000 (whole revolutions in the third frequency word).
+fn timesteps(rec: &mut Recorder, rng: &mut Rng) {
+    let t: Vec<f32> = (0..12).map(|i| i as f32 * 83.25 - 1.5).collect();
+    let host = HostPositions::float(&t);
+    let spec = SinusoidalSpec::timesteps(256, true, 0.0);
+    let layout = Layout::rows(12, 256).with_offset(4);
+    let initial: Vec<f32> = (0..layout.end().expect("valid") as usize + 7)
+        .map(poison)
+        .collect();
+    let mut expected = widen(&initial);
+    reference::sinusoidal_table_at(&spec, &layout, &mut expected, host);
+    let buffer = rec.f32(&initial);
+    let check = rec.check_f32(&buffer, &initial, expected);
+    let ids = host.map(|v| rec.u32(v));
+    rec.call(
+        "sinusoidal table at f32 timesteps, [cos | sin]",
+        |ctx, encoder| {
+            let view = TensorView::new(&buffer, layout);
+            ctx.encode_sinusoidal_table_at(encoder, &spec, &view, ids.as_ref().map(ArrayView::new))
+                .map(drop)
+        },
+        vec![check],
+    );
+    let spec = SinusoidalSpec::timesteps(33, false, 1.0).freq_scale(1000.0);
+    let layout = Layout::bsd(2, 6, 33);
+    let data = to_bf16(&guarded_input(rng, &layout, 5));
+    let mut expected = widen_bf16(&data);
+    reference::sinusoidal_add(&spec, &layout, &mut expected, host, 2.0);
+    let buffer = rec.u16(&data);
+    let check = rec.check_bf16(&buffer, &data, expected);
+    rec.call(
+        "sinusoidal add at f32 positions, odd width, scale 1000, bf16",
+        |ctx, encoder| {
+            let view = TensorView::new(&buffer, layout).with_dtype(Dtype::BF16);
+            ctx.encode_sinusoidal_add(encoder, &spec, &view, ids.as_ref().map(ArrayView::new), 2.0)
+                .map(drop)
+        },
+        vec![check],
+    );
+}
+
 /// The fused QKV call: f32 with ids, GQA and a BHSD cache, Q in place; bf16 with varlen
 /// positions, a paged bf16 cache (a skipped slot) and Q into its own tensor.
 fn fused(rec: &mut Recorder, rng: &mut Rng) {
@@ -958,6 +1001,7 @@ fn recorded() -> &'static Recorder {
         rope_cache(&mut rec, &mut rng);
         sinusoidal(&mut rec, &mut rng);
         sinusoidal_bf16(&mut rec);
+        timesteps(&mut rec, &mut rng);
         fused(&mut rec, &mut rng);
         rec
     })

@@ -5,7 +5,8 @@
 //! Every kernel family and the main variants: both pair layouts, partial rotary, strided
 //! views with offsets, every position mode (start, per-row starts, ids, varlen with offsets,
 //! M-RoPE axes), Q+K with GQA in one dispatch, out of place across layouts, vLLM's cos/sin
-//! cache, bf16, the sinusoidal table and add, tensors split over bindings, the fused QKV →
+//! cache, bf16, the sinusoidal table and add (and at f32 timesteps), tensors split over
+//! bindings, the fused QKV →
 //! KV-cache call, exact angles at positions up to `u32::MAX` (as the browser's compiler builds
 //! the integer reduction), a caller's device with WebGPU's default limits, f16 (the clear
 //! error where the adapter has no `shader-f16`), a page without WebGPU, the roofline
@@ -432,6 +433,37 @@ async fn sinusoidal_table_and_add() {
     reference::sinusoidal_add(&spec, &layout, &mut expected, HostPositions::Ids(&ids), 8.0);
     // x * 8 + PE: values up to 9.
     check(&input, &gpu, &expected, 9.0 * TOL, "sinusoidal add");
+}
+
+#[wasm_bindgen_test]
+async fn timestep_embeddings_at_f32_timesteps() {
+    // diffusers' `Timesteps(256, flip_sin_to_cos=True, 0)` on fractional, large and negative
+    // timesteps, and an odd width with scale 1000 (the tail element, whole revolutions).
+    let ctx = ctx().await;
+    let t = [0.0f32, 0.5, 999.0, 3500.0, 261.75, -17.25, 1e6 + 0.125];
+    for spec in [
+        SinusoidalSpec::timesteps(256, true, 0.0),
+        SinusoidalSpec::timesteps(33, false, 1.0).freq_scale(1000.0),
+    ] {
+        let d = spec.d_model;
+        let layout = Layout::rows(t.len() as u64, d);
+        let got = ctx
+            .sinusoidal_table_at_host_async(&spec, layout, HostPositions::float(&t))
+            .await
+            .expect("timesteps");
+        let expected: Vec<f64> = t
+            .iter()
+            .flat_map(|&p| reference::sinusoidal_row_at(&spec, p))
+            .collect();
+        let input = vec![0.0f32; got.len()];
+        check(
+            &input,
+            &got,
+            &expected,
+            TOL,
+            &format!("timesteps, width {d}"),
+        );
+    }
 }
 
 #[wasm_bindgen_test]

@@ -11,6 +11,7 @@ pub(crate) mod cache;
 pub mod capture;
 pub(crate) mod device;
 pub(crate) mod fused;
+pub(crate) mod grid;
 pub(crate) mod groups;
 pub(crate) mod input;
 pub(crate) mod pass;

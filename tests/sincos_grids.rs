@@ -1,0 +1,242 @@
+//! 2-D and 3-D sin-cos tables ([`SincosGrid`]) against diffusers' own modules (`PatchEmbed`
+//! of DiT and PixArt-alpha, SD3's cropped table, `CogVideoXPatchEmbed`; committed output of
+//! `tests/data/diffusers/sincos_grids.py`, with mpmath's real-number rows), and as a table
+//! and a fused add over strided, guarded views in every dtype against the reference.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use common::{Rng, assert_matches, ctx, guarded_input, max_error, run_on_buffer, widen};
+use serde_json::Value;
+use wgpu_posenc::{Error, GridBlock, Layout, SincosGrid, TensorView, reference};
+
+const CONTRACT: f64 = 1.5e-7;
+
+fn golden() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/diffusers/sincos_grids.json"
+    );
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().expect("integer")
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().expect("number")
+}
+
+/// The grid a golden case describes, through the crate's constructors.
+fn grid_of(case: &Value) -> SincosGrid {
+    let dim = u(&case["embed_dim"]);
+    let g: Vec<u64> = case["grid"]
+        .as_array()
+        .expect("grid")
+        .iter()
+        .map(u)
+        .collect();
+    match case["kind"].as_str().expect("kind") {
+        "2d" => SincosGrid::diffusers_2d(
+            dim,
+            [g[0], g[1]],
+            f(&case["base_size"]),
+            f(&case["interpolation_scale"]),
+        ),
+        "cropped" => SincosGrid::diffusers_cropped(
+            dim,
+            u(&case["max_size"]),
+            [g[0], g[1]],
+            f(&case["base_size"]),
+            f(&case["interpolation_scale"]),
+        ),
+        _ => SincosGrid::diffusers_3d(
+            dim,
+            [g[0], g[1], g[2]],
+            f(&case["interpolation_scale"]),
+            f(&case["temporal_interpolation_scale"]),
+        )
+        .zero_rows(u(&case["zero_rows"])),
+    }
+}
+
+#[test]
+fn diffusers_patch_embedding_tables_within_contract_of_the_real_number() {
+    let data = golden();
+    for case in data["cases"].as_array().expect("cases") {
+        let name = case["name"].as_str().expect("name");
+        let grid = grid_of(case);
+        let table = ctx().sincos_grid_host(&grid).expect("table");
+        let dim = grid.dim as usize;
+        assert_eq!(table.len(), grid.rows() as usize * dim, "{name}: rows");
+        let z = grid.zero_rows as usize;
+        let (mut ours_err, mut apart) = (0.0f64, 0.0f64);
+        let rows = case["rows"].as_array().expect("rows");
+        for (k, r) in rows.iter().enumerate() {
+            let r = u(r) as usize;
+            // The coordinates are diffusers' f32 values, bit for bit.
+            for (b, c) in case["coords"][k]
+                .as_array()
+                .expect("coords")
+                .iter()
+                .enumerate()
+            {
+                if let Some(c) = c.as_f64() {
+                    let ours = grid.blocks[b].coords[r - z];
+                    assert_eq!(
+                        ours.to_bits(),
+                        (c as f32).to_bits(),
+                        "{name}: row {r}, block {b}"
+                    );
+                }
+            }
+            let row = &table[r * dim..(r + 1) * dim];
+            let exact: Vec<f64> = case["exact"][k]
+                .as_array()
+                .expect("exact")
+                .iter()
+                .map(f)
+                .collect();
+            let theirs: Vec<f64> = case["diffusers"][k]
+                .as_array()
+                .expect("diffusers")
+                .iter()
+                .map(|v| f64::from(f(v) as f32))
+                .collect();
+            ours_err = ours_err.max(max_error(row, &exact));
+            apart = apart.max(max_error(row, &theirs));
+        }
+        let theirs_err = f(&case["max_diffusers_error"]);
+        assert!(
+            ours_err <= CONTRACT,
+            "{name}: {ours_err:e} from the real number"
+        );
+        assert!(
+            apart <= theirs_err + CONTRACT,
+            "{name}: {apart:e} from diffusers"
+        );
+        // The whole table against the reference.
+        let whole = max_error(&table, &reference::sincos_grid(&grid));
+        assert!(whole <= CONTRACT, "{name}: {whole:e} from the reference");
+        eprintln!(
+            "{name} ({}, {} rows): GPU within {ours_err:.2e} of the real number and {apart:.2e} \
+             of diffusers (whose own error is {theirs_err:.2e}); whole table {whole:.2e} from the \
+             reference",
+            case["module"].as_str().unwrap_or(""),
+            grid.rows()
+        );
+    }
+}
+
+#[test]
+fn grid_table_and_add_over_strided_views_in_every_dtype() {
+    let mut rng = Rng::new(2929);
+    let grids = [
+        SincosGrid::diffusers_2d(64, [5, 7], 4.0, 1.5).zero_rows(3),
+        SincosGrid::diffusers_3d(96, [3, 4, 5], 1.875, 1.0).zero_rows(2),
+        // Odd block widths per pair (scalar kernel): 6 = 2 + 4.
+        SincosGrid {
+            dim: 6,
+            zero_rows: 1,
+            blocks: vec![
+                GridBlock {
+                    width: 2,
+                    coords: vec![0.5, -3.0, 1e6],
+                },
+                GridBlock {
+                    width: 4,
+                    coords: vec![7.25, 0.0, 2e9],
+                },
+            ],
+        },
+    ];
+    for grid in &grids {
+        let (rows, dim) = (grid.rows(), grid.dim);
+        // [batch 2, heads 2, rows, dim], BSHD with gaps.
+        let view = Layout::strided(
+            [2, 2, rows, dim],
+            [rows * (2 * dim + 5) + 3, dim + 1, 2 * dim + 5],
+        )
+        .with_offset(7);
+        let table = reference::sincos_grid(grid);
+        for add in [None, Some(0.5f32)] {
+            let input = guarded_input(&mut rng, &view, 11);
+            let out = run_on_buffer(&input, |encoder, buffer| {
+                let x = TensorView::new(buffer, view);
+                match add {
+                    Some(s) => ctx().encode_sincos_grid_add(encoder, grid, &x, s),
+                    None => ctx().encode_sincos_grid(encoder, grid, &x),
+                }
+                .expect("encode");
+            });
+            let mut expected = widen(&input);
+            for b in 0..2 {
+                for h in 0..2 {
+                    for s in 0..rows {
+                        let at = reference::row_start(&view, b, h, s) as usize;
+                        for k in 0..dim as usize {
+                            let pe = table[(s * dim) as usize + k];
+                            let x = &mut expected[at + k];
+                            *x = add.map_or(pe, |sc| *x * f64::from(sc) + pe);
+                        }
+                    }
+                }
+            }
+            let what = format!("grid dim {dim}, add {add:?}");
+            assert_matches(&input, &out, &expected, 4e-7, &what);
+        }
+    }
+}
+
+#[test]
+fn grid_host_table_has_zero_rows_first() {
+    let grid = SincosGrid::diffusers_2d(16, [2, 3], 2.0, 1.0).zero_rows(2);
+    let t = ctx().sincos_grid_host(&grid).expect("table");
+    assert_eq!(t.len(), 8 * 16);
+    assert!(t[..32].iter().all(|&v| v == 0.0));
+    // Token (0, 0): coordinates 0, so [0 .. | 1 .. | 0 .. | 1 ..].
+    let first = &t[32..48];
+    assert!(first[..4].iter().all(|&v| v == 0.0) && first[4..8].iter().all(|&v| v == 1.0));
+}
+
+#[test]
+fn bad_grids_are_typed_errors() {
+    let c = ctx();
+    let mut odd = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 1.0);
+    odd.blocks[0].width = 7;
+    let mut short = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 1.0);
+    short.blocks[1].coords.pop();
+    let nan = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 0.0); // division by zero: infinities
+    for (grid, want) in [(odd, "width"), (short, "coords"), (nan, "coord")] {
+        let e = c.sincos_grid_host(&grid).expect_err(want);
+        let ok = match want {
+            "width" => matches!(
+                e,
+                Error::InvalidParameter {
+                    what: "grid dim",
+                    ..
+                }
+            ),
+            "coords" => matches!(e, Error::PositionIdsTooShort { .. }),
+            _ => matches!(
+                e,
+                Error::InvalidParameter {
+                    what: "grid coordinate",
+                    ..
+                }
+            ),
+        };
+        assert!(ok, "{want}: {e}");
+    }
+    // A tensor of the wrong shape.
+    let grid = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 1.0);
+    let buffer = common::f32_buffer(&[0.0; 256]);
+    let mut encoder = c.device().create_command_encoder(&Default::default());
+    let view = TensorView::new(&buffer, Layout::rows(5, 16));
+    let e = c
+        .encode_sincos_grid(&mut encoder, &grid, &view)
+        .expect_err("rows");
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "{e}");
+}
