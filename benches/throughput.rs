@@ -350,7 +350,7 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
             }
             (rows, HEAD_DIM)
         }
-        Case::Table | Case::Add => {
+        Case::Table | Case::Add | Case::Timesteps | Case::GridAdd => {
             let rows = sample(seq)
                 .into_iter()
                 .filter(|&(h, _)| h == 0)
@@ -438,6 +438,20 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
             Case::Table => expected = reference::sinusoidal_row(&cases::table_spec(), s as u32),
             Case::Add => {
                 let pe = reference::sinusoidal_row(&cases::table_spec(), s as u32);
+                for (x, p) in expected.iter_mut().zip(pe) {
+                    *x = *x * f64::from(cases::ADD_SCALE) + p;
+                }
+            }
+            Case::Timesteps => {
+                expected =
+                    reference::sinusoidal_row_at(&cases::timestep_spec(), cases::timestep(s));
+            }
+            Case::GridAdd => {
+                let grid = &buffers.grid;
+                let pe = grid
+                    .blocks
+                    .iter()
+                    .flat_map(|b| reference::sinusoidal_row_at(&b.spec(), b.coords[s as usize]));
                 for (x, p) in expected.iter_mut().zip(pe) {
                     *x = *x * f64::from(cases::ADD_SCALE) + p;
                 }

@@ -11,8 +11,8 @@
 use wgpu_posenc::Dims;
 use wgpu_posenc::roofline::Roofline;
 use wgpu_posenc::{
-    CacheIndex, KvCache, Layout, NormWeight, PairLayout, PosEnc, Positions, QkNorm, QkvCall,
-    Result, RopeCall, RopeSpec, Scaling, SinusoidalSpec, TensorView,
+    ArrayView, CacheIndex, KvCache, Layout, NormWeight, PairLayout, PosEnc, Positions, QkNorm,
+    QkvCall, Result, RopeCall, RopeSpec, Scaling, SincosGrid, SinusoidalSpec, TensorView,
 };
 
 /// Heads of the RoPE tensor.
@@ -55,6 +55,11 @@ pub enum Case {
     Table,
     /// The fused `x = x * scale + PE` over `[1, S, 4096]`.
     Add,
+    /// diffusers' timestep projection `[S, 4096]` (`[cos | sin]`) at S f32 timesteps.
+    Timesteps,
+    /// The fused add of diffusers' 2-D sin-cos table (`[S / 64, 64]` patches, base size 64)
+    /// over `[1, S, 4096]` patch embeddings: two passes, one per axis block.
+    GridAdd,
     /// Packed QKV to Q rotated in place, K rotated and V copied into BSHD caches.
     Qkv(QkvPath),
 }
@@ -94,6 +99,8 @@ impl Case {
         }
         all.push(Case::Table);
         all.push(Case::Add);
+        all.push(Case::Timesteps);
+        all.push(Case::GridAdd);
         for path in [
             QkvPath::Fused,
             QkvPath::FusedNorm,
@@ -117,6 +124,8 @@ impl Case {
             Case::Rope(PairLayout::Interleaved, _) => "rope-interleaved",
             Case::Table => "sinusoidal-table",
             Case::Add => "sinusoidal-add",
+            Case::Timesteps => "timesteps",
+            Case::GridAdd => "grid-2d-add",
             Case::Qkv(QkvPath::Fused) => "qkv-fused",
             Case::Qkv(QkvPath::FusedNorm) => "qkv-fused-norm",
             Case::Qkv(QkvPath::FusedNormInPlace) => "qkv-fused-norm-inplace",
@@ -133,8 +142,8 @@ impl Case {
             Case::Identity | Case::Copy => "flat",
             Case::Rope(_, Tensor::Bhsd) => "bhsd",
             Case::Rope(_, Tensor::Bshd) | Case::Qkv(_) => "bshd",
-            Case::Table => "rows",
-            Case::Add => "bsd",
+            Case::Table | Case::Timesteps => "rows",
+            Case::Add | Case::GridAdd => "bsd",
         }
     }
 
@@ -148,7 +157,7 @@ impl Case {
     /// fused call must move, for both).
     pub fn moved(self, seq: u64) -> u64 {
         match self {
-            Case::Table => tensor_bytes(seq),
+            Case::Table | Case::Timesteps => tensor_bytes(seq),
             _ => 2 * tensor_bytes(seq),
         }
     }
@@ -194,6 +203,22 @@ impl Case {
                     &table_spec(),
                     &TensorView::new(x, Layout::bsd(1, seq, D_MODEL)),
                     Positions::Start(0),
+                    ADD_SCALE,
+                )
+                .map(drop),
+            Case::Timesteps => ctx
+                .encode_sinusoidal_table_at(
+                    encoder,
+                    &timestep_spec(),
+                    &TensorView::new(x, Layout::rows(seq, D_MODEL)),
+                    Positions::Float(ArrayView::new(&buffers.timesteps)),
+                )
+                .map(drop),
+            Case::GridAdd => ctx
+                .encode_sincos_grid_add(
+                    encoder,
+                    &buffers.grid,
+                    &TensorView::new(x, Layout::bsd(1, seq, D_MODEL)),
                     ADD_SCALE,
                 )
                 .map(drop),
@@ -436,6 +461,23 @@ pub fn table_spec() -> SinusoidalSpec {
     SinusoidalSpec::new(D_MODEL)
 }
 
+/// diffusers' `Timesteps(4096, flip_sin_to_cos=True, downscale_freq_shift=0)`.
+pub fn timestep_spec() -> SinusoidalSpec {
+    SinusoidalSpec::timesteps(D_MODEL, true, 0.0)
+}
+
+/// The timestep of row `s` of the timesteps case: fractional, up to `0.37 S`.
+pub fn timestep(s: u64) -> f32 {
+    s as f32 * 0.37
+}
+
+/// The 2-D grid of the grid case: `[S / 64, 64]` patches (`[S, 1]` where 64 does not divide
+/// `S`), base size 64, interpolation scale 1.
+pub fn grid(seq: u64) -> SincosGrid {
+    let w = if seq.is_multiple_of(64) { 64 } else { 1 };
+    SincosGrid::diffusers_2d(D_MODEL, [seq / w, w], 64.0, 1.0)
+}
+
 /// The buffer of `S` tokens (zeros), and a second one for the copy.
 pub struct Buffers {
     /// Tokens.
@@ -454,6 +496,10 @@ pub struct Buffers {
     pub rms_norm: RmsNormPass,
     /// The context with subgroups off (the QK-norm's barrier sum).
     pub barrier: PosEnc,
+    /// The timesteps case's S f32 positions.
+    pub timesteps: wgpu::Buffer,
+    /// The grid case's grid.
+    pub grid: SincosGrid,
 }
 
 impl Buffers {
@@ -475,8 +521,18 @@ impl Buffers {
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
         );
+        let timesteps: Vec<f32> = (0..seq).map(timestep).collect();
         Self {
             seq,
+            timesteps: wgpu::util::DeviceExt::create_buffer_init(
+                device,
+                &wgpu::util::BufferInitDescriptor {
+                    label: Some("throughput timesteps"),
+                    contents: bytemuck::cast_slice(&timesteps),
+                    usage: wgpu::BufferUsages::STORAGE,
+                },
+            ),
+            grid: grid(seq),
             barrier: ctx.clone().with_subgroups(false),
             rms_norm: RmsNormPass::new(ctx, &x, seq),
             x,
