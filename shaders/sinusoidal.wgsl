@@ -54,7 +54,8 @@ fn sincos_of(r: Revolutions, p: UV, g: u32) -> SinCos {
 
 // The element past the pairs of a row of odd width, in every head: 0, or x * scale.
 fn apply_tail(e0: u32) {
-    var e = e0 + 2u * params.half;
+    // After the pairs: an odd row is never vec4, so one pair per invocation.
+    var e = e0 + params.half + params.groups * params.span;
     for (var h = 0u; h < params.n_h; h++) {
         if ADD {
             st1(VIEW_A, e, ld1(VIEW_A, e) * params.scale);

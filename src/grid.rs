@@ -1,38 +1,64 @@
-//! Multi-axis sin-cos tables as diffusers builds them for patch tokens: each axis's 1-D table
-//! (`[sin | cos]`, `w_k = 10000^(-2k/width)`) in its own block of the row, at the token's f32
+//! Multi-axis sin-cos tables as diffusers and timm build them for patch tokens: each axis's
+//! 1-D sines and cosines (`w_k = base^(-k/pairs)`) in columns of the row, at the token's f32
 //! coordinate on that axis; rows of zeros before the grid (class, register and text tokens).
 //! The coordinates are computed on the host in f32 exactly as diffusers computes them in f32,
-//! so the angles are exact for the positions diffusers itself uses.
+//! so the angles are exact for the positions the library itself uses.
 
 use crate::error::{Error, Result};
 use crate::positions::float_position_ok;
 use crate::sinusoid::{SinusoidalLayout, SinusoidalSpec};
 
-/// One axis of a [`SincosGrid`]: a block of `width` columns and every grid token's coordinate.
+/// One axis of a [`SincosGrid`]: `pairs` sines in columns `first..first + pairs`, their
+/// cosines `cos_offset` columns further, and every grid token's coordinate on the axis.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GridBlock {
-    /// Columns of the block: `width / 2` sines, then as many cosines (even, at least 2).
-    pub width: u64,
+    /// The column of the first sine.
+    pub first: u64,
+    /// Sine/cosine pairs, at frequencies `base^(-k/pairs)`.
+    pub pairs: u64,
+    /// Columns from a sine to its cosine (`pairs` for a `[sin | cos]` block).
+    pub cos_offset: u64,
+    /// Base of the frequencies (10 000; timm's `temperature`).
+    pub base: f64,
     /// The coordinate of each grid token on this axis, in token order.
     pub coords: Vec<f32>,
 }
 
 impl GridBlock {
-    /// The 1-D encoding of the block: `[sin | cos]`, base 10 000 over its width.
+    /// A `[sin | cos]` block of `width` columns from `first`, base 10 000 (diffusers).
+    pub fn concatenated(first: u64, width: u64, coords: Vec<f32>) -> Self {
+        Self {
+            first,
+            pairs: width / 2,
+            cos_offset: width / 2,
+            base: 10_000.0,
+            coords,
+        }
+    }
+
+    /// The 1-D encoding of the block's pairs: `[sin | cos]` over `2 pairs` columns, so
+    /// `w_k = base^(-2k/(2 pairs))`.
     pub fn spec(&self) -> SinusoidalSpec {
-        SinusoidalSpec::new(self.width).layout(SinusoidalLayout::Concatenated)
+        SinusoidalSpec::new(2 * self.pairs)
+            .base(self.base)
+            .layout(SinusoidalLayout::Concatenated)
+    }
+
+    /// Columns from the first sine to the last cosine.
+    pub fn span(&self) -> u64 {
+        self.cos_offset.saturating_add(self.pairs)
     }
 }
 
 /// A sin-cos table over a grid of patch tokens: `zero_rows` rows of zeros, then one row per
-/// grid token made of the [`GridBlock`]s side by side (their widths sum to `dim`).
+/// grid token whose columns the [`GridBlock`]s cover, each column once.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SincosGrid {
     /// Row width (`embed_dim`).
     pub dim: u64,
     /// Rows of zeros before the grid's tokens.
     pub zero_rows: u64,
-    /// The axes' blocks, in row order.
+    /// The axes' blocks.
     pub blocks: Vec<GridBlock>,
 }
 
@@ -122,18 +148,9 @@ impl SincosGrid {
             dim: embed_dim,
             zero_rows: 0,
             blocks: vec![
-                GridBlock {
-                    width: embed_dim / 4,
-                    coords: temporal,
-                },
-                GridBlock {
-                    width: spatial / 2,
-                    coords: frames(&ws),
-                },
-                GridBlock {
-                    width: spatial - spatial / 2,
-                    coords: frames(&hs),
-                },
+                GridBlock::concatenated(0, embed_dim / 4, temporal),
+                GridBlock::concatenated(embed_dim / 4, spatial / 2, frames(&ws)),
+                GridBlock::concatenated(embed_dim / 4 + spatial / 2, spatial / 2, frames(&hs)),
             ],
         }
     }
@@ -144,15 +161,49 @@ impl SincosGrid {
             dim: embed_dim,
             zero_rows: 0,
             blocks: vec![
-                GridBlock {
-                    width: half,
-                    coords: ws,
-                },
-                GridBlock {
-                    width: embed_dim - half,
-                    coords: hs,
-                },
+                GridBlock::concatenated(0, half, ws),
+                GridBlock::concatenated(half, half, hs),
             ],
+        }
+    }
+
+    /// timm's `build_sincos2d_pos_embed(feat_shape, dim, temperature, reverse_coord,
+    /// interleave_sin_cos)`: tokens row-major over `feat_shape` (reversed with
+    /// `reverse_coord`, which then also orders the tokens column-major), `dim / 4` pairs per
+    /// axis at `temperature^(-k/(dim/4))` and integer coordinates; the row is `[sin a0 | sin
+    /// a1 | cos a0 | cos a1]`, or `[sin a0 | cos a0 | sin a1 | cos a1]` interleaved (`a0` the
+    /// first axis of the shape used).
+    pub fn timm_2d(
+        dim: u64,
+        feat_shape: [u64; 2],
+        temperature: f64,
+        reverse_coord: bool,
+        interleave_sin_cos: bool,
+    ) -> Self {
+        let [s0, s1] = if reverse_coord {
+            [feat_shape[1], feat_shape[0]]
+        } else {
+            feat_shape
+        };
+        let tokens = (0..s0).flat_map(|i| (0..s1).map(move |j| (i as f32, j as f32)));
+        let (a0, a1): (Vec<f32>, Vec<f32>) = tokens.unzip();
+        let pd = dim / 4;
+        let (starts, cos_offset) = if interleave_sin_cos {
+            ([0, 2 * pd], pd)
+        } else {
+            ([0, pd], 2 * pd)
+        };
+        let block = |first, coords| GridBlock {
+            first,
+            pairs: pd,
+            cos_offset,
+            base: temperature,
+            coords,
+        };
+        Self {
+            dim,
+            zero_rows: 0,
+            blocks: vec![block(starts[0], a0), block(starts[1], a1)],
         }
     }
 
@@ -173,18 +224,20 @@ impl SincosGrid {
         self.zero_rows.saturating_add(self.tokens())
     }
 
-    /// Checks the grid: at least one block, each of even width at least 2, widths summing to
-    /// `dim`, every block with a coordinate per token, each finite with `|c| < 2^32`.
+    /// Checks the grid: every column of `dim` covered by exactly one sine or cosine of one
+    /// block, bases finite above 1, every block with a coordinate per token, each finite with
+    /// `|c| < 2^32`.
     pub fn validate(&self) -> Result<()> {
-        let widths: u64 = self.blocks.iter().map(|b| b.width).sum();
-        let bad_width = self.blocks.iter().any(|b| b.width < 2 || b.width % 2 == 1);
-        if self.blocks.is_empty() || bad_width || widths != self.dim {
+        if !self.covers_each_column_once() {
             return Err(Error::InvalidParameter {
                 what: "grid dim",
                 value: self.dim as f64,
-                need: "the sum of the blocks' widths, each even and at least 2 (diffusers: \
+                need: "every column covered once by the blocks' sines and cosines (diffusers: \
                        embed_dim divisible by 4 in 2-D, by 16 in 3-D)",
             });
+        }
+        for b in &self.blocks {
+            b.spec().validate()?;
         }
         let n = self.tokens();
         if let Some(b) = self.blocks.iter().find(|b| b.coords.len() as u64 != n) {
@@ -205,12 +258,28 @@ impl SincosGrid {
         Ok(())
     }
 
-    /// Each block's first column in a row.
-    pub(crate) fn columns(&self) -> impl Iterator<Item = (u64, &GridBlock)> {
-        self.blocks.iter().scan(0u64, |at, b| {
-            let first = *at;
-            *at += b.width;
-            Some((first, b))
-        })
+    fn covers_each_column_once(&self) -> bool {
+        let spans: u64 = self.blocks.iter().map(|b| b.pairs.saturating_mul(2)).sum();
+        if self.blocks.is_empty() || spans != self.dim || self.dim > 1 << 24 {
+            return false;
+        }
+        let mut seen = vec![false; self.dim as usize];
+        for b in &self.blocks {
+            if b.pairs == 0 || b.cos_offset < b.pairs {
+                return false;
+            }
+            for k in 0..b.pairs {
+                for col in [
+                    b.first.saturating_add(k),
+                    b.first.saturating_add(b.cos_offset + k),
+                ] {
+                    match seen.get_mut(col as usize) {
+                        Some(s) if !*s => *s = true,
+                        _ => return false,
+                    }
+                }
+            }
+        }
+        true
     }
 }

@@ -302,17 +302,19 @@ pub fn sinusoidal_add(
 }
 
 /// The table of a [`crate::SincosGrid`], `[grid.rows(), grid.dim]`: zero rows, then each
-/// grid token's blocks side by side, each the 1-D `[sin | cos]` row of its coordinate.
+/// grid token's row: every block's sines and cosines of its coordinate in their columns.
 pub fn sincos_grid(grid: &crate::SincosGrid) -> Vec<f64> {
-    let mut out = vec![0.0; (grid.zero_rows * grid.dim) as usize];
-    let blocks: Vec<_> = grid
-        .blocks
-        .iter()
-        .map(|b| (b.spec(), sinusoidal_frequencies(&b.spec()), &b.coords))
-        .collect();
-    for n in 0..grid.tokens() as usize {
-        for (spec, freqs, coords) in &blocks {
-            out.extend(row_of(spec, freqs, f64::from(coords[n]), false));
+    let dim = grid.dim as usize;
+    let mut out = vec![0.0; grid.rows() as usize * dim];
+    for b in &grid.blocks {
+        let freqs = sinusoidal_frequencies(&b.spec());
+        for (n, &c) in b.coords.iter().enumerate() {
+            let row = &mut out[(grid.zero_rows as usize + n) * dim..];
+            for (k, &(w, w_lo)) in freqs.iter().enumerate() {
+                let (sin, cos) = sincos_at(f64::from(c), w, w_lo);
+                row[(b.first + k as u64) as usize] = sin;
+                row[(b.first + b.cos_offset + k as u64) as usize] = cos;
+            }
         }
     }
     out

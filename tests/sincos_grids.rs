@@ -1,5 +1,6 @@
 //! 2-D and 3-D sin-cos tables ([`SincosGrid`]) against diffusers' own modules (`PatchEmbed`
-//! of DiT and PixArt-alpha, SD3's cropped table, `CogVideoXPatchEmbed`; committed output of
+//! of DiT and PixArt-alpha, SD3's cropped table, `CogVideoXPatchEmbed`) and timm's
+//! `build_sincos2d_pos_embed` in both layouts (committed output of
 //! `tests/data/diffusers/sincos_grids.py`, with mpmath's real-number rows), and as a table
 //! and a fused add over strided, guarded views in every dtype against the reference.
 #![cfg(not(target_arch = "wasm32"))]
@@ -52,6 +53,13 @@ fn grid_of(case: &Value) -> SincosGrid {
             f(&case["base_size"]),
             f(&case["interpolation_scale"]),
         ),
+        "timm" => SincosGrid::timm_2d(
+            dim,
+            [g[0], g[1]],
+            f(&case["temperature"]),
+            case["reverse_coord"].as_bool().expect("reverse_coord"),
+            case["interleave_sin_cos"].as_bool().expect("interleave"),
+        ),
         _ => SincosGrid::diffusers_3d(
             dim,
             [g[0], g[1], g[2]],
@@ -63,7 +71,7 @@ fn grid_of(case: &Value) -> SincosGrid {
 }
 
 #[test]
-fn diffusers_patch_embedding_tables_within_contract_of_the_real_number() {
+fn diffusers_and_timm_tables_within_contract_of_the_real_number() {
     let data = golden();
     for case in data["cases"].as_array().expect("cases") {
         let name = case["name"].as_str().expect("name");
@@ -115,15 +123,15 @@ fn diffusers_patch_embedding_tables_within_contract_of_the_real_number() {
         );
         assert!(
             apart <= theirs_err + CONTRACT,
-            "{name}: {apart:e} from diffusers"
+            "{name}: {apart:e} from the library"
         );
         // The whole table against the reference.
         let whole = max_error(&table, &reference::sincos_grid(&grid));
         assert!(whole <= CONTRACT, "{name}: {whole:e} from the reference");
         eprintln!(
             "{name} ({}, {} rows): GPU within {ours_err:.2e} of the real number and {apart:.2e} \
-             of diffusers (whose own error is {theirs_err:.2e}); whole table {whole:.2e} from the \
-             reference",
+             of the library (whose own error is {theirs_err:.2e}); whole table {whole:.2e} from \
+             the reference",
             case["module"].as_str().unwrap_or(""),
             grid.rows()
         );
@@ -136,21 +144,18 @@ fn grid_table_and_add_over_strided_views_in_every_dtype() {
     let grids = [
         SincosGrid::diffusers_2d(64, [5, 7], 4.0, 1.5).zero_rows(3),
         SincosGrid::diffusers_3d(96, [3, 4, 5], 1.875, 1.0).zero_rows(2),
-        // Odd block widths per pair (scalar kernel): 6 = 2 + 4.
+        // Blocks of one and two pairs (the scalar kernel).
         SincosGrid {
             dim: 6,
             zero_rows: 1,
             blocks: vec![
-                GridBlock {
-                    width: 2,
-                    coords: vec![0.5, -3.0, 1e6],
-                },
-                GridBlock {
-                    width: 4,
-                    coords: vec![7.25, 0.0, 2e9],
-                },
+                GridBlock::concatenated(0, 2, vec![0.5, -3.0, 1e6]),
+                GridBlock::concatenated(2, 4, vec![7.25, 0.0, 2e9]),
             ],
         },
+        // timm's layouts: sines of both axes, then their cosines; and interleaved blocks.
+        SincosGrid::timm_2d(32, [3, 5], 100.0, false, false),
+        SincosGrid::timm_2d(64, [4, 3], 10_000.0, true, true).zero_rows(1),
     ];
     for grid in &grids {
         let (rows, dim) = (grid.rows(), grid.dim);
@@ -205,7 +210,7 @@ fn grid_host_table_has_zero_rows_first() {
 fn bad_grids_are_typed_errors() {
     let c = ctx();
     let mut odd = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 1.0);
-    odd.blocks[0].width = 7;
+    odd.blocks[0].cos_offset = 7;
     let mut short = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 1.0);
     short.blocks[1].coords.pop();
     let nan = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 0.0); // division by zero: infinities

@@ -49,15 +49,21 @@ impl Passes {
                 report.merge(self.encode_sinusoidal(encoder, &spec, &rows, op(positions, add))?);
         }
         let first = x.layout.offset + grid.zero_rows * x.layout.strides[2];
-        for (column, block) in grid.columns() {
+        for block in &grid.blocks {
             // The coordinates of every batch row: `[batch, tokens]`.
             let bits: Vec<u32> = (0..nb)
                 .flat_map(|_| block.coords.iter().map(|c| c.to_bits()))
                 .collect();
             let coords = self.words_buffer(&bits)?;
-            let cols = view(first + column, grid.tokens(), block.width);
+            let cols = view(first + block.first, grid.tokens(), block.span());
             let positions = Positions::Float(ArrayView::new(&coords));
-            let pass = self.encode_sinusoidal(encoder, &block.spec(), &cols, op(positions, add))?;
+            let pass = self.encode_sinusoidal_block(
+                encoder,
+                &block.spec(),
+                &cols,
+                op(positions, add),
+                block.cos_offset,
+            )?;
             report = report.merge(pass);
         }
         Ok(report)

@@ -73,8 +73,13 @@ pub(crate) struct PairPass<'a> {
     pub a: PassView<'a>,
     /// View B: K (in place), or the source; `spec.second` says which.
     pub b: Option<PassView<'a>>,
-    /// Pairs cover elements `[0, 2 * pairs)` of each row.
+    /// Pairs cover elements `[0, 2 * pairs)` of each row (`[0, pairs)` and `[half, half +
+    /// pairs)` when `half` is larger).
     pub pairs: u64,
+    /// Distance from a half-split pair's first element to its second: `pairs`, but for a
+    /// sin-cos grid block whose cosines lie further on (timm's `[sin h | sin w | cos h |
+    /// cos w]`).
+    pub half: u64,
     /// Angular frequency of each pair, radians per position, and its M-RoPE axis.
     pub inv_freq: &'a [Dd],
     pub axes: &'a [u32],

@@ -334,7 +334,7 @@ impl Passes {
             _ => 1,
         };
         // The elements past the pairs that the pass writes: see `row_len`.
-        let tail = row_len(pass) - 2 * pass.pairs;
+        let tail = row_len(pass) - (pass.half + pass.pairs);
         let total = blk.extent[0] * blk.extent[2].div_ceil(tokens) * groups;
         let (workgroups, grid) = fold_grid(total.div_ceil(WORKGROUP));
         let mut params = Params {
@@ -342,7 +342,7 @@ impl Passes {
             n_h: blk.extent[1] as u32,
             n_s: blk.extent[2] as u32,
             groups: groups as u32,
-            half: pass.pairs as u32,
+            half: pass.half as u32,
             tail: tail as u32,
             // Even shares, so that no two invocations write the same bf16 word.
             tail_chunk: tail.div_ceil(groups).next_multiple_of(2) as u32,

@@ -272,6 +272,7 @@ impl Rope {
             a: view(a),
             b: b.map(view),
             pairs: self.rotary_dim / 2,
+            half: self.rotary_dim / 2,
             inv_freq: &angles.inv_freq,
             axes: &self.axes,
             positions,

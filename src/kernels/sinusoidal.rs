@@ -32,6 +32,20 @@ impl Passes {
         x: &TensorView<'_>,
         op: SinusoidalOp<'_>,
     ) -> Result<EncodeReport> {
+        self.encode_sinusoidal_block(encoder, spec, x, op, spec.pairs())
+    }
+
+    /// [`Passes::encode_sinusoidal`] with each cosine `cos_offset` columns after its sine in
+    /// a concatenated spec (a sin-cos grid block; rows of `cos_offset + pairs` elements, the
+    /// columns between the sines and the cosines left alone).
+    pub(crate) fn encode_sinusoidal_block(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        spec: &SinusoidalSpec,
+        x: &TensorView<'_>,
+        op: SinusoidalOp<'_>,
+        cos_offset: u64,
+    ) -> Result<EncodeReport> {
         let (positions, add) = match op {
             SinusoidalOp::Table { positions } => (positions, None),
             SinusoidalOp::Add { positions, scale } => {
@@ -51,7 +65,7 @@ impl Passes {
             ));
         }
         let positions = resolve_positions(positions, &x.layout, Reads::Sinusoidal)?.0;
-        self.sinusoidal_pass(encoder, spec, x, positions, add)
+        self.sinusoidal_pass(encoder, spec, x, positions, add, cos_offset)
     }
 
     fn sinusoidal_pass(
@@ -61,12 +75,15 @@ impl Passes {
         x: &TensorView<'_>,
         positions: PassPositions<'_>,
         add: Option<f32>,
+        cos_offset: u64,
     ) -> Result<EncodeReport> {
         spec.validate()?;
         let layout = x.layout;
-        if layout.shape[3] != spec.d_model {
+        // A grid block's row ends with its last cosine.
+        let width = spec.d_model - 2 * spec.pairs() + cos_offset + spec.pairs();
+        if layout.shape[3] != width {
             return Err(Error::DimMismatch {
-                spec: spec.d_model,
+                spec: width,
                 tensor: layout.shape[3],
             });
         }
@@ -111,6 +128,7 @@ impl Passes {
             },
             b: None,
             pairs,
+            half: cos_offset,
             inv_freq: &inv_freq,
             axes: &axes,
             positions,

@@ -2,7 +2,7 @@
 """diffusers' 2-D and 3-D sin-cos tables, as its own patch-embedding modules build them.
 
 Run:    python3 tests/data/diffusers/sincos_grids.py > tests/data/diffusers/sincos_grids.json
-Needs:  torch (CPU), diffusers, mpmath. Python is only for this script; the Rust tests read
+Needs:  torch (CPU), diffusers, timm, mpmath. Python is only for this script; the Rust tests read
         its committed output.
 
 What it records
@@ -16,7 +16,10 @@ parameters, built by diffusers itself:
   - SD3's `PatchEmbed` with `pos_embed_max_size=192`, through `cropped_pos_embed` for a square
     and a non-square latent;
   - `CogVideoXPatchEmbed` of CogVideoX-2b (`get_3d_sincos_pos_embed`, spatial interpolation
-    1.875, 226 text rows of zeros first).
+    1.875, 226 text rows of zeros first);
+  - timm's `build_sincos2d_pos_embed` (ViT-B/16 at 224 px; `reverse_coord` on a non-square
+    grid; `interleave_sin_cos` with temperature 100), which computes its bands and angles in
+    f32 (`[sin h | sin w | cos h | cos w]`, or `[sin h | cos h | sin w | cos w]`).
 
 The tables are large, so rows are sampled (the first and last rows, and rows drawn with
 random.Random("sincos-grid-<case>"), ten rows in all). For each sampled row: diffusers' values (the f32 buffer
@@ -77,8 +80,9 @@ def sample(name, n, extra=()):
     return sorted(rows)
 
 
-def finish(case, table, blocks):
-    """blocks: [(width, coords over the grid tokens)]; table [rows, dim]."""
+def finish(case, table, blocks, exact_row=None):
+    """blocks: [(width, coords over the grid tokens)]; table [rows, dim]; exact_row(coords)
+    the real-number row (default: each block's [sin | cos] side by side)."""
     z = case["zero_rows"]
     rows = sample(case["name"], table.shape[0], extra=(z - 1, z) if z else ())
     coords, exact = [], []
@@ -89,7 +93,10 @@ def finish(case, table, blocks):
             continue
         cs = [float(c[r - z]) for _, c in blocks]
         coords.append(cs)
-        exact.append([v for (wd, _), c in zip(blocks, cs) for v in exact_block(wd, c)])
+        if exact_row is None:
+            exact.append([v for (wd, _), c in zip(blocks, cs) for v in exact_block(wd, c)])
+        else:
+            exact.append(exact_row(cs))
     ours = table[rows].double().tolist()
     err = max(abs(a - b) for ra, rb in zip(ours, exact) for a, b in zip(ra, rb))
     if table.dtype == torch.float32:
@@ -143,6 +150,33 @@ def cogvideox_case():
     return finish(case, table, blocks)
 
 
+def timm_case(name, feat_shape, dim, temperature, reverse_coord, interleave):
+    """timm's build_sincos2d_pos_embed: f32 bands and angles, integer coordinates."""
+    from timm.layers.pos_embed_sincos import build_sincos2d_pos_embed
+
+    table = build_sincos2d_pos_embed(feat_shape, dim=dim, temperature=temperature,
+                                     reverse_coord=reverse_coord, interleave_sin_cos=interleave)
+    s0, s1 = feat_shape[::-1] if reverse_coord else feat_shape
+    a0 = torch.arange(s0, dtype=torch.float32).repeat_interleave(s1)
+    a1 = torch.arange(s1, dtype=torch.float32).repeat(s0)
+    pd = dim // 4
+
+    def exact_row(cs):
+        parts = []
+        for c in cs:
+            c = mpmath.mpf(c)
+            angles = [c * mpmath.power(temperature, -mpmath.mpf(k) / pd) for k in range(pd)]
+            parts.append(([float(mpmath.sin(a)) for a in angles],
+                          [float(mpmath.cos(a)) for a in angles]))
+        (s_0, c_0), (s_1, c_1) = parts
+        return s_0 + c_0 + s_1 + c_1 if interleave else s_0 + s_1 + c_0 + c_1
+
+    case = dict(name=name, module="timm build_sincos2d_pos_embed", kind="timm", embed_dim=dim,
+                grid=list(feat_shape), temperature=temperature, reverse_coord=reverse_coord,
+                interleave_sin_cos=interleave, zero_rows=0)
+    return finish(case, table, [(2 * pd, a0), (2 * pd, a1)], exact_row)
+
+
 def main():
     torch.manual_seed(0)
     cases = [
@@ -151,12 +185,15 @@ def main():
         sd3_case("sd3_1024", 1024 // 8, 1024 // 8),
         sd3_case("sd3_1024x768", 1024 // 8, 768 // 8),
         cogvideox_case(),
+        timm_case("timm_vit_b16_224", [14, 14], 768, 10000.0, False, False),
+        timm_case("timm_reverse_coord", [16, 12], 384, 10000.0, True, False),
+        timm_case("timm_interleaved_t100", [8, 6], 256, 100.0, False, True),
     ]
     out = dict(generator="tests/data/diffusers/sincos_grids.py", diffusers=diffusers.__version__,
                torch=torch.__version__, mpmath=mpmath.__version__, cases=cases)
     json.dump(out, sys.stdout)
     for c in cases:
-        print(f"{c['name']}: {len(c['rows'])} rows, diffusers within "
+        print(f"{c['name']}: {len(c['rows'])} rows, the library within "
               f"{c['max_diffusers_error']:.3g} of the real number", file=sys.stderr)
 
 
