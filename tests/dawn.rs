@@ -31,7 +31,7 @@ use wgpu_posenc::capture::{Capture, CapturedPass};
 use wgpu_posenc::{
     ArrayView, CacheIndex, CosSinCache, Dtype, HostPositions, KvCache, Layout, NormWeight,
     OutputOrder, PairLayout, PosEnc, Positions, QkNorm, QkvCall, RopeCall, RopeSpec, Scaling,
-    SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+    SincosGrid, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
 };
 
 /// WebGPU's default `minStorageBufferOffsetAlignment` (and Dawn's on SwiftShader).
@@ -666,6 +666,35 @@ fn timesteps(rec: &mut Recorder, rng: &mut Rng) {
     );
 }
 
+/// Sin-cos grids: timm's layout (cosines two blocks after their sines: a pair distance
+/// other than the pair count) with a zero row, added to f32 patch embeddings.
+fn grids(rec: &mut Recorder, rng: &mut Rng) {
+    let grid = SincosGrid::timm_2d(64, [3, 5], 10_000.0, false, false).zero_rows(1);
+    let layout = Layout::bsd(2, grid.rows(), 64);
+    let input = guarded_input(rng, &layout, 7);
+    let table = reference::sincos_grid(&grid);
+    let mut expected = widen(&input);
+    for b in 0..2 {
+        for s in 0..grid.rows() {
+            let at = reference::row_start(&layout, b, 0, s) as usize;
+            for k in 0..64 {
+                expected[at + k] = expected[at + k] * 0.5 + table[(s * 64) as usize + k];
+            }
+        }
+    }
+    let buffer = rec.f32(&input);
+    let check = rec.check_f32(&buffer, &input, expected);
+    rec.call(
+        "sin-cos grid add, timm's layout, a zero row",
+        |ctx, encoder| {
+            let view = TensorView::new(&buffer, layout);
+            ctx.encode_sincos_grid_add(encoder, &grid, &view, 0.5)
+                .map(drop)
+        },
+        vec![check],
+    );
+}
+
 /// The fused QKV call: f32 with ids, GQA and a BHSD cache, Q in place; bf16 with varlen
 /// positions, a paged bf16 cache (a skipped slot) and Q into its own tensor.
 fn fused(rec: &mut Recorder, rng: &mut Rng) {
@@ -1002,6 +1031,7 @@ fn recorded() -> &'static Recorder {
         sinusoidal(&mut rec, &mut rng);
         sinusoidal_bf16(&mut rec);
         timesteps(&mut rec, &mut rng);
+        grids(&mut rec, &mut rng);
         fused(&mut rec, &mut rng);
         rec
     })
