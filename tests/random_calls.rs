@@ -10,7 +10,8 @@
 //! by proptest in `tests/random_calls.proptest-regressions` and replayed first.
 //!
 //! `POSENC_RANDOM_CALLS` sets the number of calls (default 10 000; the fused calls are an
-//! eighth of it, angle words a tenth, exported bindings a fiftieth), `POSENC_RANDOM_SEED`
+//! eighth of it, angle words and grid calls a tenth, exported bindings a fiftieth),
+//! `POSENC_RANDOM_SEED`
 //! the seed (fixed by default, so that a run can be repeated).
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -41,10 +42,11 @@ use wgpu_posenc::{
 /// errors).
 static CALLS: AtomicU32 = AtomicU32::new(0);
 static CHECKED: AtomicU32 = AtomicU32::new(0);
-/// The same (calls, checked) for the fused calls, angle words and exported bindings.
+/// The same (calls, checked) for the fused calls, angle words, exported bindings and grids.
 static FUSED: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
 static WORDS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
 static EXPORTS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+static GRIDS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
 
 /// Counts a call (and whether it was compared with the reference), says so every `every`.
 fn tally(what: &str, counts: &[AtomicU32; 2], checked: bool, every: u32) {
@@ -649,6 +651,18 @@ proptest! {
         let n = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
         if n.is_multiple_of(1000) {
             eprintln!("{n} calls, {} compared with the reference", CHECKED.load(Ordering::Relaxed));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(calls() / 10))]
+
+    #[test]
+    fn random_grid_calls_are_errors_or_match_the_reference(case in sinusoidal::grid_strategy()) {
+        match sinusoidal::run_grid(&case) {
+            Ok(checked) => tally("grid calls", &GRIDS, checked, 200),
+            Err(e) => prop_assert!(false, "{case:?}: {e}"),
         }
     }
 }

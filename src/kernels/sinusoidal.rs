@@ -3,7 +3,7 @@
 use super::device::Passes;
 use super::pass::{EncodeReport, PairPass, PassPositions, PassView};
 use super::rope::{Reads, resolve_positions, width_for};
-use super::{Kernel, Op, Specialization};
+use super::{Kernel, Op, Specialization, Width};
 use crate::angle;
 use crate::dd::Dd;
 use crate::error::{Error, Result};
@@ -118,7 +118,13 @@ impl Passes {
                 ..Specialization::new(
                     Kernel::Sinusoidal,
                     spec.pair_layout(),
-                    width_for(&[&layout], spec.d_model),
+                    // Four pairs a lane need a lane's sines and cosines in whole vec4s: a grid
+                    // block's cosine distance a multiple of 4 too.
+                    if cos_offset.is_multiple_of(4) {
+                        width_for(&[&layout], spec.d_model)
+                    } else {
+                        Width::X1
+                    },
                     x.dtype,
                 )
             },
