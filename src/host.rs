@@ -25,8 +25,7 @@ impl Passes {
             Positions<ArrayView<'_>>,
         ) -> Result<()>,
     ) -> Result<()> {
-        check_host_positions(&positions, &layout)?;
-        let uploaded = positions.try_map(0, 0, |v, _| self.upload(v, "wgpu-posenc positions"))?;
+        let uploaded = self.upload_positions(positions, &layout)?;
         self.run_in_place(layout, data, |ctx, encoder, buffer| {
             let positions = uploaded.as_ref().map(ArrayView::new);
             encode(ctx, encoder, TensorView::new(buffer, layout), positions)
@@ -65,12 +64,21 @@ impl Passes {
             Positions<ArrayView<'_>>,
         ) -> Result<()>,
     ) -> Result<Vec<f32>> {
-        check_host_positions(&positions, &layout)?;
-        let uploaded = positions.try_map(0, 0, |v, _| self.upload(v, "wgpu-posenc positions"))?;
+        let uploaded = self.upload_positions(positions, &layout)?;
         self.fill_new(what, layout, |ctx, encoder, table| {
             encode(ctx, encoder, table, uploaded.as_ref().map(ArrayView::new))
         })
         .await
+    }
+
+    /// Host positions checked for a view of `layout`, then uploaded into buffers.
+    fn upload_positions(
+        &self,
+        positions: HostPositions<'_>,
+        layout: &Layout,
+    ) -> Result<Positions<wgpu::Buffer>> {
+        check_host_positions(&positions, layout)?;
+        positions.try_map(0, 0, |v, _| self.upload(v, "wgpu-posenc positions"))
     }
 
     fn upload(&self, data: &[u32], label: &'static str) -> Result<wgpu::Buffer> {

@@ -14,12 +14,7 @@ use wgpu_posenc::{Error, GridBlock, Layout, SincosGrid, TensorView, reference};
 const CONTRACT: f64 = 1.5e-7;
 
 fn golden() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/diffusers/sincos_grids.json"
-    );
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    common::test_data("diffusers/sincos_grids.json")
 }
 
 fn u(v: &Value) -> u64 {

@@ -20,12 +20,7 @@ use wgpu_posenc::{
 const CONTRACT: f64 = 1.5e-7;
 
 fn golden() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/diffusers/timesteps.json"
-    );
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    common::test_data("diffusers/timesteps.json")
 }
 
 fn floats(v: &Value) -> Vec<f64> {

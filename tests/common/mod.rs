@@ -9,7 +9,7 @@ mod data;
 #[allow(unused_imports, reason = "not every test binary uses the data helpers")]
 pub use data::*;
 mod hf;
-#[allow(unused_imports, reason = "only the HF tests read the golden data")]
+#[allow(unused_imports, reason = "only the golden-data tests read it")]
 pub use hf::*;
 
 use std::sync::OnceLock;
