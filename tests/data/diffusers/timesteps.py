@@ -133,11 +133,13 @@ def parameter_cases():
     """get_timestep_embedding's parameters as other pipelines and the defaults set them."""
     base = dict(module="get_timestep_embedding", max_period=10000)
     return [
-        dict(base, name="dit_256", models="DiT, SD3, Wan, HunyuanVideo, PixArt, Chroma",
+        dict(base, name="flip_256", models="SD3, FLUX, Wan, HunyuanVideo, PixArt, LTX, Lumina 2 "
+             "(37 classes: TRANSFORMERS.md)",
              dim=256, flip_sin_to_cos=True, downscale_freq_shift=0.0, scale=1.0),
         dict(base, name="defaults_odd", models="get_timestep_embedding's defaults, odd width",
              dim=255, flip_sin_to_cos=False, downscale_freq_shift=1.0, scale=1.0),
-        dict(base, name="shift_1_flip", models="shift 1, flipped (older UNets)",
+        dict(base, name="shift_1_flip", models="shift 1, flipped (DiT's label-conditioned blocks, "
+             "older UNets)",
              dim=320, flip_sin_to_cos=True, downscale_freq_shift=1.0, scale=1.0),
         dict(base, name="period_1e3_odd", models="max_period 1000, odd width",
              dim=33, flip_sin_to_cos=True, downscale_freq_shift=0.0, scale=1.0, max_period=1000),

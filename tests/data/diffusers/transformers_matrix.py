@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Every diffusers transformer: which sinusoids it computes, read from diffusers' own modules.
+
+Run:    python3 tests/data/diffusers/transformers_matrix.py > tests/data/diffusers/transformers_matrix.json
+        python3 tests/data/diffusers/transformers_matrix.py --markdown \
+            tests/data/diffusers/transformers_matrix.json > tests/data/diffusers/TRANSFORMERS.md
+Needs:  torch (CPU), diffusers, mpmath.
+
+What it records
+---------------
+Every class diffusers exports whose name says transformer or DiT (a `ModelMixin`), built
+from its default config on the meta device (no weights, no memory); the classes whose
+default config does not build are listed with diffusers' error. In each model, from its
+modules:
+
+  - every `Timesteps` module (the timestep and guidance projections): its path and
+    parameters (`num_channels`, `flip_sin_to_cos`, `downscale_freq_shift`, `scale`);
+  - every sin-cos table of patch tokens: `PatchEmbed` with a sincos `pos_embed` (tokens per
+    side, `base_size`, `interpolation_scale`, `pos_embed_max_size`, width), and
+    `CogVideoXPatchEmbed` with fixed sincos embeddings (sample size, frames, scales, text
+    rows);
+  - the names of its rotary / position-embedding modules (for the RoPE matrix of the N-D
+    work).
+
+Golden values, from diffusers' own code on the CPU, once per distinct parameter set:
+  - each `Timesteps` parameter set: the module run on f32 timesteps 0.5, 999 and 3500 (each
+    divided by `scale` where it is not 1, as those pipelines pass sigmas);
+  - each table: the module built on the CPU with the same arguments, four sampled rows
+    (random.Random("matrix-<key>"), first row included).
+Beside each, the real-number values (mpmath, 40 digits) at the same f32 inputs. f32 outputs
+are written as their shortest decimal.
+
+Output (stdout, JSON):
+  {"generator", "diffusers", "torch", "mpmath",
+   "classes": {name: {"error"} | {"timesteps": [...], "tables": [{"key", "path"}], "rope": [...]}},
+   "timesteps": [{"dim", "flip_sin_to_cos", "downscale_freq_shift", "scale", "used_by",
+                  "timesteps", "diffusers", "exact", "max_diffusers_error"}],
+   "tables": [{"key", "kind": "patch" | "cogvideox", parameters, "used_by", "rows",
+               "diffusers", "exact", "max_diffusers_error"}]}
+"""
+
+import inspect
+import json
+import random
+import sys
+import warnings
+
+import diffusers
+import mpmath
+import numpy
+import torch
+from diffusers.models import ModelMixin
+from diffusers.models.embeddings import (
+    CogVideoXPatchEmbed,
+    PatchEmbed,
+    Timesteps,
+    get_timestep_embedding,
+)
+
+mpmath.mp.dps = 40
+warnings.filterwarnings("ignore")
+
+
+def short(values):
+    return [float(str(numpy.float32(v))) for v in values]
+
+
+def exact_timesteps(t, dim, flip, shift, scale):
+    half = dim // 2
+    t = mpmath.mpf(t)
+    w = [mpmath.exp(-mpmath.log(10000) * k / (mpmath.mpf(half) - mpmath.mpf(shift))) for k in range(half)]
+    a = [mpmath.mpf(scale) * t * x for x in w]
+    s, c = [float(mpmath.sin(x)) for x in a], [float(mpmath.cos(x)) for x in a]
+    row = c + s if flip else s + c
+    return row + [0.0] if dim % 2 else row
+
+
+def exact_block(width, c):
+    half = width // 2
+    c = mpmath.mpf(c)
+    a = [c * mpmath.power(10000, -mpmath.mpf(2 * k) / width) for k in range(half)]
+    return [float(mpmath.sin(x)) for x in a] + [float(mpmath.cos(x)) for x in a]
+
+
+def scan(cls):
+    with torch.device("meta"):
+        model = cls()
+    steps, tables = [], []
+    for path, mod in model.named_modules():
+        if isinstance(mod, Timesteps):
+            steps.append(dict(path=path, dim=mod.num_channels, flip_sin_to_cos=bool(mod.flip_sin_to_cos),
+                              downscale_freq_shift=float(mod.downscale_freq_shift), scale=float(mod.scale)))
+        if isinstance(mod, PatchEmbed) and getattr(mod, "pos_embed", None) is not None:
+            side = mod.pos_embed_max_size or int(mod.pos_embed.shape[1] ** 0.5)
+            tables.append(dict(path=path, kind="patch", side=side, base_size=mod.base_size,
+                               interpolation_scale=float(mod.interpolation_scale),
+                               max_size=mod.pos_embed_max_size, patch_size=mod.patch_size,
+                               embed_dim=mod.proj.out_channels, height=mod.height, width=mod.width))
+        if isinstance(mod, CogVideoXPatchEmbed) and mod.use_positional_embeddings \
+                and not mod.use_learned_positional_embeddings:
+            tables.append(dict(path=path, kind="cogvideox", embed_dim=mod.embed_dim,
+                               patch_size=mod.patch_size, sample_height=mod.sample_height,
+                               sample_width=mod.sample_width, sample_frames=mod.sample_frames,
+                               temporal_compression_ratio=mod.temporal_compression_ratio,
+                               max_text_seq_length=mod.max_text_seq_length,
+                               spatial_interpolation_scale=float(mod.spatial_interpolation_scale),
+                               temporal_interpolation_scale=float(mod.temporal_interpolation_scale)))
+    rope = sorted({type(m).__name__ for _, m in model.named_modules()
+                   if any(k in type(m).__name__ for k in ("Rot", "Rope", "PosEmbed"))})
+    return steps, tables, rope
+
+
+def timestep_golden(key, used_by):
+    dim, flip, shift, scale = key
+    ts = [0.5, 999.0, 3500.0]
+    if scale != 1.0:
+        ts = [t / scale for t in ts]
+    ts = [float(torch.tensor(t, dtype=torch.float32)) for t in ts]
+    got = Timesteps(dim, flip, shift, scale)(torch.tensor(ts, dtype=torch.float32)).double().tolist()
+    exact = [exact_timesteps(t, dim, flip, shift, scale) for t in ts]
+    err = max(abs(a - b) for r, e in zip(got, exact) for a, b in zip(r, e))
+    return dict(dim=dim, flip_sin_to_cos=flip, downscale_freq_shift=shift, scale=scale,
+                used_by=used_by, timesteps=ts, diffusers=[short(r) for r in got], exact=exact,
+                max_diffusers_error=err)
+
+
+def table_golden(key, t, used_by):
+    """The table the module holds, rebuilt on the CPU; rows sampled; coordinates as diffusers
+    computes them."""
+    if t["kind"] == "patch":
+        side = t["side"]
+        pe = PatchEmbed(height=t["height"] * t["patch_size"], width=t["width"] * t["patch_size"],
+                        patch_size=t["patch_size"], in_channels=1, embed_dim=t["embed_dim"],
+                        interpolation_scale=t["interpolation_scale"],
+                        pos_embed_max_size=t["max_size"])
+        table = pe.pos_embed[0]
+        g = torch.arange(side, dtype=torch.float32) / (side / t["base_size"]) / t["interpolation_scale"]
+        coords = [(float(g[n % side]), float(g[n // side])) for n in range(side * side)]
+        widths = [t["embed_dim"] // 2] * 2
+        zero = 0
+    else:
+        pe = CogVideoXPatchEmbed(patch_size=t["patch_size"], in_channels=16, embed_dim=t["embed_dim"],
+                                 text_embed_dim=64, sample_width=t["sample_width"],
+                                 sample_height=t["sample_height"], sample_frames=t["sample_frames"],
+                                 temporal_compression_ratio=t["temporal_compression_ratio"],
+                                 max_text_seq_length=t["max_text_seq_length"],
+                                 spatial_interpolation_scale=t["spatial_interpolation_scale"],
+                                 temporal_interpolation_scale=t["temporal_interpolation_scale"],
+                                 use_positional_embeddings=True)
+        table = pe.pos_embedding[0]
+        frames = (t["sample_frames"] - 1) // t["temporal_compression_ratio"] + 1
+        h, w = t["sample_height"] // t["patch_size"], t["sample_width"] // t["patch_size"]
+        s = t["spatial_interpolation_scale"]
+        gt = torch.arange(frames, dtype=torch.float32) / t["temporal_interpolation_scale"]
+        gh = torch.arange(h, dtype=torch.float32) / s
+        gw = torch.arange(w, dtype=torch.float32) / s
+        coords = [(float(gt[n // (h * w)]), float(gw[n % w]), float(gh[(n // w) % h]))
+                  for n in range(frames * h * w)]
+        d = t["embed_dim"]
+        widths = [d // 4, 3 * d // 8, 3 * d // 8]
+        zero = t["max_text_seq_length"]
+    rng = random.Random(f"matrix-{key}")
+    n = table.shape[0]
+    rows = sorted({0, n - 1, *(rng.randrange(zero, n) for _ in range(2))})
+    exact = []
+    for r in rows:
+        if r < zero:
+            exact.append([0.0] * table.shape[1])
+        else:
+            exact.append([v for wd, c in zip(widths, coords[r - zero]) for v in exact_block(wd, c)])
+    got = table[rows].double().tolist()
+    err = max(abs(a - b) for r, e in zip(got, exact) for a, b in zip(r, e))
+    params = {k: v for k, v in t.items() if k != "path"}
+    return dict(params, key=key, used_by=used_by, rows=rows, diffusers=[short(r) for r in got],
+                exact=exact, max_diffusers_error=err)
+
+
+def markdown(path):
+    """The matrix as a table, one row a class, from the JSON this script wrote."""
+    d = json.load(open(path))
+    print(f"# diffusers {d['diffusers']} transformers: their sinusoids\n")
+    print(f"Generated by `tests/data/diffusers/transformers_matrix.py` from diffusers' own "
+          "modules (each class on its default config, on the meta device); checked by "
+          "`tests/diffusers_matrix.rs`.\n")
+    print("| class | timestep projections `Timesteps(dim, flip, shift, scale)` | sin-cos tables | "
+          "rotary / position modules |")
+    print("|---|---|---|---|")
+    for name, c in sorted(d["classes"].items()):
+        if "error" in c:
+            print(f"| `{name}` | not built on its default config: {c['error'][:100]} | | |")
+            continue
+        steps = ", ".join(f"`{s['path']}` ({s['dim']}, {s['flip_sin_to_cos']}, "
+                          f"{s['downscale_freq_shift']:g}, {s['scale']:g})" for s in c["timesteps"])
+        tables = ", ".join(f"`{t['path']}`" for t in c["tables"])
+        rope = ", ".join(f"`{r}`" for r in c["rope"])
+        print(f"| `{name}` | {steps or '—'} | {tables or '—'} | {rope or '—'} |")
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--markdown":
+        return markdown(sys.argv[2])
+    names = sorted(n for n in dir(diffusers)
+                   if inspect.isclass(getattr(diffusers, n, None))
+                   and issubclass(getattr(diffusers, n), ModelMixin)
+                   and ("Transformer" in n or "DiT" in n))
+    classes, step_users, table_users, table_params = {}, {}, {}, {}
+    for name in names:
+        try:
+            steps, tables, rope = scan(getattr(diffusers, name))
+        except Exception as e:  # the default config does not build
+            classes[name] = dict(error=f"{type(e).__name__}: {str(e)[:160]}")
+            continue
+        for s in steps:
+            key = (s["dim"], s["flip_sin_to_cos"], s["downscale_freq_shift"], s["scale"])
+            step_users.setdefault(key, []).append(f"{name}.{s['path']}")
+        refs = []
+        for t in tables:
+            params = {k: v for k, v in t.items() if k != "path"}
+            key = json.dumps(params, sort_keys=True)
+            table_params[key] = t
+            table_users.setdefault(key, []).append(f"{name}.{t['path']}")
+            refs.append(dict(key=key, path=t["path"]))
+        classes[name] = dict(timesteps=steps, tables=refs, rope=rope)
+    out = dict(generator="tests/data/diffusers/transformers_matrix.py",
+               diffusers=diffusers.__version__, torch=torch.__version__, mpmath=mpmath.__version__,
+               classes=classes,
+               timesteps=[timestep_golden(k, u) for k, u in sorted(step_users.items())],
+               tables=[table_golden(k, table_params[k], u) for k, u in sorted(table_users.items())])
+    json.dump(out, sys.stdout)
+    n_err = sum("error" in c for c in classes.values())
+    print(f"{len(classes)} classes ({n_err} do not build on their defaults), "
+          f"{sum(len(v) for v in step_users.values())} Timesteps modules in "
+          f"{len(step_users)} parameter sets, {sum(len(v) for v in table_users.values())} "
+          f"sin-cos tables in {len(table_users)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+//! Every diffusers transformer's sinusoids (`tests/data/diffusers/transformers_matrix.py`:
+//! each class built on its default config, its `Timesteps` modules and sin-cos patch tables
+//! read from its own modules; listed in `tests/data/diffusers/TRANSFORMERS.md`): each
+//! parameter set through the crate, against diffusers' own output and the real number.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use common::{ctx, max_error, test_data};
+use serde_json::Value;
+use wgpu_posenc::{HostPositions, Layout, SincosGrid, SinusoidalSpec};
+
+const CONTRACT: f64 = 1.5e-7;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().expect("integer")
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().expect("number")
+}
+
+fn rows(v: &Value) -> Vec<Vec<f64>> {
+    let row = |r: &Value| r.as_array().expect("row").iter().map(f).collect();
+    v.as_array().expect("rows").iter().map(row).collect()
+}
+
+/// `(GPU from the real number, GPU from diffusers)` over the rows given.
+fn errors(ours: &[f32], d: usize, picked: &[usize], case: &Value) -> (f64, f64) {
+    let (exact, theirs) = (rows(&case["exact"]), rows(&case["diffusers"]));
+    let mut worst = (0.0f64, 0.0f64);
+    for (k, &r) in picked.iter().enumerate() {
+        let row = &ours[r * d..(r + 1) * d];
+        let theirs: Vec<f64> = theirs[k].iter().map(|&v| f64::from(v as f32)).collect();
+        worst.0 = worst.0.max(max_error(row, &exact[k]));
+        worst.1 = worst.1.max(max_error(row, &theirs));
+    }
+    worst
+}
+
+#[test]
+fn every_timestep_projection_of_every_diffusers_transformer() {
+    let data = test_data("diffusers/transformers_matrix.json");
+    let mut modules = 0;
+    for case in data["timesteps"].as_array().expect("timesteps") {
+        let dim = u(&case["dim"]);
+        let spec = SinusoidalSpec::timesteps(
+            dim,
+            case["flip_sin_to_cos"].as_bool().expect("flip"),
+            f(&case["downscale_freq_shift"]),
+        )
+        .freq_scale(f(&case["scale"]));
+        let t: Vec<f32> = case["timesteps"]
+            .as_array()
+            .expect("timesteps")
+            .iter()
+            .map(|v| f(v) as f32)
+            .collect();
+        let layout = Layout::rows(t.len() as u64, dim);
+        let ours = ctx()
+            .sinusoidal_table_at_host(&spec, layout, HostPositions::float(&t))
+            .expect("table");
+        let picked: Vec<usize> = (0..t.len()).collect();
+        let (exact, apart) = errors(&ours, dim as usize, &picked, case);
+        let theirs = f(&case["max_diffusers_error"]);
+        let users = case["used_by"].as_array().expect("used_by").len();
+        modules += users;
+        assert!(
+            exact <= CONTRACT,
+            "{spec:?}: {exact:e} from the real number"
+        );
+        assert!(
+            apart <= theirs + CONTRACT,
+            "{spec:?}: {apart:e} from diffusers ({theirs:e})"
+        );
+        eprintln!(
+            "Timesteps({dim}, {}, {}, {}) in {users} modules: GPU within {exact:.2e} of the real \
+             number, diffusers (f32) within {theirs:.2e}",
+            case["flip_sin_to_cos"], case["downscale_freq_shift"], case["scale"]
+        );
+    }
+    // Every module the matrix lists is one of the parameter sets checked.
+    let listed: usize = data["classes"]
+        .as_object()
+        .expect("classes")
+        .values()
+        .filter_map(|c| c["timesteps"].as_array())
+        .map(Vec::len)
+        .sum();
+    assert_eq!(modules, listed);
+    eprintln!("{modules} Timesteps modules checked");
+}
+
+/// The grid of a table the matrix recorded, as the module builds it.
+fn grid_of(t: &Value) -> SincosGrid {
+    let dim = u(&t["embed_dim"]);
+    if t["kind"] == "patch" {
+        let side = u(&t["side"]);
+        return SincosGrid::diffusers_2d(
+            dim,
+            [side, side],
+            f(&t["base_size"]),
+            f(&t["interpolation_scale"]),
+        );
+    }
+    let (p, c) = (u(&t["patch_size"]), u(&t["temporal_compression_ratio"]));
+    let frames = (u(&t["sample_frames"]) - 1) / c + 1;
+    let [h, w] = [u(&t["sample_height"]) / p, u(&t["sample_width"]) / p];
+    SincosGrid::diffusers_3d(
+        dim,
+        [frames, h, w],
+        f(&t["spatial_interpolation_scale"]),
+        f(&t["temporal_interpolation_scale"]),
+    )
+    .zero_rows(u(&t["max_text_seq_length"]))
+}
+
+#[test]
+fn every_sincos_patch_table_of_every_diffusers_transformer() {
+    let data = test_data("diffusers/transformers_matrix.json");
+    let mut tables = 0;
+    for t in data["tables"].as_array().expect("tables") {
+        let grid = grid_of(t);
+        let ours = ctx().sincos_grid_host(&grid).expect("table");
+        let picked: Vec<usize> = t["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| u(r) as usize)
+            .collect();
+        let (exact, apart) = errors(&ours, grid.dim as usize, &picked, t);
+        let theirs = f(&t["max_diffusers_error"]);
+        let users: Vec<&str> = t["used_by"]
+            .as_array()
+            .expect("used_by")
+            .iter()
+            .map(|v| v.as_str().expect("name"))
+            .collect();
+        tables += users.len();
+        assert!(
+            exact <= CONTRACT,
+            "{users:?}: {exact:e} from the real number"
+        );
+        assert!(
+            apart <= theirs + CONTRACT,
+            "{users:?}: {apart:e} from diffusers"
+        );
+        eprintln!(
+            "{users:?} ({} rows): GPU within {exact:.2e} of the real number, {apart:.2e} of \
+             diffusers (whose own error is {theirs:.2e})",
+            grid.rows()
+        );
+    }
+    let listed: usize = data["classes"]
+        .as_object()
+        .expect("classes")
+        .values()
+        .filter_map(|c| c["tables"].as_array())
+        .map(Vec::len)
+        .sum();
+    assert_eq!(tables, listed);
+    eprintln!("{tables} sin-cos tables checked");
+}
