@@ -229,7 +229,7 @@ fn host_table_at_float_positions_is_diffusers_timesteps() {
 }
 
 #[test]
-fn bad_float_positions_and_timestep_parameters_are_typed_errors() {
+fn bad_float_positions_are_typed_errors() {
     let c = ctx();
     let spec = SinusoidalSpec::timesteps(16, true, 0.0);
     let layout = Layout::rows(1, 16);
@@ -254,6 +254,12 @@ fn bad_float_positions_and_timestep_parameters_are_typed_errors() {
             "{p}: {e}"
         );
     }
+}
+
+#[test]
+fn bad_timestep_parameters_and_mixed_position_kinds_are_typed_errors() {
+    let c = ctx();
+    let layout = Layout::rows(1, 16);
     let bad_specs = [
         (
             SinusoidalSpec::timesteps(16, false, 8.0),
