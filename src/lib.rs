@@ -69,7 +69,7 @@ pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Yarn};
 pub use grid::{GridBlock, SincosGrid};
 #[cfg(feature = "hf-config")]
-pub use hf::{HfQkNorm, HfRope, LayerRope};
+pub use hf::{DIFFUSERS_WITHOUT_TABLE, HfQkNorm, HfRope, LayerRope};
 #[cfg(feature = "capture")]
 pub use kernels::capture;
 pub use kernels::device::CacheUsage;

@@ -161,3 +161,81 @@ fn every_sincos_patch_table_of_every_diffusers_transformer() {
     assert_eq!(tables, listed);
     eprintln!("{tables} sin-cos tables checked");
 }
+
+/// Each transformer's default `config.json` (as `save_pretrained` writes it) read into the
+/// grid of the table its module holds; the classes without a table are the crate's list.
+#[cfg(feature = "hf-config")]
+#[test]
+fn configs_read_into_the_tables_the_modules_hold() {
+    use wgpu_posenc::DIFFUSERS_WITHOUT_TABLE;
+    let data = test_data("diffusers/transformers_matrix.json");
+    let tables = data["tables"].as_array().expect("tables");
+    let mut without = Vec::new();
+    for (name, class) in data["classes"].as_object().expect("classes") {
+        if class.get("error").is_some() {
+            continue;
+        }
+        let Some(refs) = class["tables"].as_array().filter(|t| !t.is_empty()) else {
+            without.push(name.as_str());
+            continue;
+        };
+        let config = &class["config"];
+        let table = tables
+            .iter()
+            .find(|t| t["key"] == refs[0]["key"])
+            .expect("the class's table");
+        // SD3's module holds the whole `pos_embed_max_size` table: a latent that size.
+        let side = config["pos_embed_max_size"]
+            .as_u64()
+            .map(|m| m * u(&config["patch_size"]));
+        let latent = side.map(|s| [s, s]);
+        let grid = SincosGrid::from_diffusers_config(config, latent.as_ref().map(|l| &l[..]))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .unwrap_or_else(|| panic!("{name}: no table read"));
+        assert_eq!(grid, grid_of(table), "{name}");
+    }
+    without.sort_unstable();
+    let mut listed = DIFFUSERS_WITHOUT_TABLE.to_vec();
+    listed.sort_unstable();
+    assert_eq!(without, listed, "the classes without a sin-cos table");
+}
+
+#[cfg(feature = "hf-config")]
+#[test]
+fn configs_that_cannot_be_read_are_typed_errors() {
+    use serde_json::json;
+    use wgpu_posenc::{Error, FrequencyError};
+    let data = test_data("diffusers/transformers_matrix.json");
+    let sd3 = &data["classes"]["SD3Transformer2DModel"]["config"];
+    let mut missing = sd3.clone();
+    missing
+        .as_object_mut()
+        .expect("object")
+        .remove("patch_size");
+    let mut unknown = sd3.clone();
+    unknown["_class_name"] = json!("NotADiffusersModel");
+    let cases: [(&Value, Option<&[u64]>, &str); 5] = [
+        (&missing, None, "patch_size"),
+        (&unknown, None, "_class_name"),
+        (sd3, Some(&[0, 64]), "latent height"),
+        // 98 patches a side: past the 96 of the table.
+        (sd3, Some(&[196, 64]), "pos_embed_max_size"),
+        (sd3, Some(&[64]), "latent"),
+    ];
+    for (config, latent, key) in cases {
+        let e = SincosGrid::from_diffusers_config(config, latent).expect_err(key);
+        let ok = matches!(&e, Error::Frequency(FrequencyError::InvalidConfigValue { key: k, .. }) if k == key);
+        assert!(ok, "{key}: {e}");
+    }
+    let e = SincosGrid::from_diffusers_config(&json!([1, 2]), None).expect_err("array");
+    assert!(
+        matches!(e, Error::Frequency(FrequencyError::ConfigNotObject { .. })),
+        "{e}"
+    );
+    // FLUX rotates: no table, not an error.
+    let flux = json!({"_class_name": "FluxTransformer2DModel"});
+    assert_eq!(
+        SincosGrid::from_diffusers_config(&flux, None).expect("flux"),
+        None
+    );
+}

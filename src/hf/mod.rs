@@ -10,6 +10,7 @@
 //! rotary modules. A family this module does not know is an error, never a guess.
 
 mod config;
+mod diffusers;
 mod families;
 mod generic;
 mod reader;
@@ -21,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::frequencies::{FrequencyError, Scaling};
 use crate::spec::{MRopeOrder, NormWeight, OutputOrder, PairLayout, RopeSpec};
 use config::{TextConfig, TopConfig, kind, parse};
+pub use diffusers::DIFFUSERS_WITHOUT_TABLE;
 use reader::Reader;
 
 /// `config` as an object of type `T` (read from the top level).

@@ -32,7 +32,8 @@ are written as their shortest decimal.
 
 Output (stdout, JSON):
   {"generator", "diffusers", "torch", "mpmath",
-   "classes": {name: {"error"} | {"timesteps": [...], "tables": [{"key", "path"}], "rope": [...]}},
+   "classes": {name: {"error"} | {"timesteps": [...], "tables": [{"key", "path"}], "rope": [...],
+                                  "config" (classes with a table: their default config.json)}},
    "timesteps": [{"dim", "flip_sin_to_cos", "downscale_freq_shift", "scale", "used_by",
                   "timesteps", "diffusers", "exact", "max_diffusers_error"}],
    "tables": [{"key", "kind": "patch" | "cogvideox", parameters, "used_by", "rows",
@@ -221,6 +222,12 @@ def main():
             table_users.setdefault(key, []).append(f"{name}.{t['path']}")
             refs.append(dict(key=key, path=t["path"]))
         classes[name] = dict(timesteps=steps, tables=refs, rope=rope)
+        if tables:
+            # The config.json save_pretrained would write, for the config readers' test.
+            with torch.device("meta"):
+                config = dict(getattr(diffusers, name)().config)
+            config["_class_name"] = name
+            classes[name]["config"] = json.loads(json.dumps(config, default=str))
     out = dict(generator="tests/data/diffusers/transformers_matrix.py",
                diffusers=diffusers.__version__, torch=torch.__version__, mpmath=mpmath.__version__,
                classes=classes,

@@ -1,0 +1,240 @@
+//! The sin-cos table a diffusers transformer adds to its patch tokens, read from its
+//! `config.json` (`_class_name` and the keys its constructor passes to `PatchEmbed` or
+//! `CogVideoXPatchEmbed`), as diffusers 0.42 builds it.
+
+use serde_json::Value;
+
+use crate::error::{Error, FrequencyError, Result};
+use crate::grid::SincosGrid;
+
+/// The diffusers transformers that add no fixed sin-cos table to their patch tokens (they
+/// rotate, learn their positions, or have none): every class of
+/// `tests/data/diffusers/TRANSFORMERS.md` built on its default config, less the five below;
+/// `tests/diffusers_matrix.rs` checks the list against that matrix.
+pub const DIFFUSERS_WITHOUT_TABLE: [&str; 60] = [
+    "AceStepTransformer1DModel",
+    "AllegroTransformer3DModel",
+    "AnyFlowFARTransformer3DModel",
+    "AnyFlowTransformer3DModel",
+    "AuraFlowTransformer2DModel",
+    "BriaFibo2Transformer2DModel",
+    "BriaFiboTransformer2DModel",
+    "BriaTransformer2DModel",
+    "ChromaTransformer2DModel",
+    "ChronoEditTransformer3DModel",
+    "CogView3PlusTransformer2DModel",
+    "CogView4Transformer2DModel",
+    "Cosmos3OmniTransformer",
+    "CosmosTransformer3DModel",
+    "ErnieImageTransformer2DModel",
+    "Flux2Transformer2DModel",
+    "Flux3Transformer2DModel",
+    "FluxTransformer2DModel",
+    "GlmImageTransformer2DModel",
+    "HeliosTransformer3DModel",
+    "HunyuanImageTransformer2DModel",
+    "HunyuanVideo15Transformer3DModel",
+    "HunyuanVideoFramepackTransformer3DModel",
+    "HunyuanVideoTransformer3DModel",
+    "Ideogram4Transformer2DModel",
+    "JoyImageEditPlusTransformer3DModel",
+    "JoyImageEditTransformer3DModel",
+    "Kandinsky5Transformer3DModel",
+    "Kandinsky6SRTransformer3DModel",
+    "Kandinsky6Transformer3DModel",
+    "Krea2Transformer2DModel",
+    "LTX2VideoTransformer3DModel",
+    "LTXVideoTransformer3DModel",
+    "LongCatAudioDiTTransformer",
+    "LongCatAudioDiTVae",
+    "LongCatImageTransformer2DModel",
+    "Lumina2Transformer2DModel",
+    "MiniMaxH3Transformer3DModel",
+    "MiniMaxMusic3Transformer1DModel",
+    "MochiTransformer3DModel",
+    "MotifVideoTransformer3DModel",
+    "NucleusMoEImageTransformer2DModel",
+    "OvisImageTransformer2DModel",
+    "PRXTransformer2DModel",
+    "PriorTransformer",
+    "QwenImage21Transformer2DModel",
+    "QwenImageTransformer2DModel",
+    "RFD4ProteinaTransformer",
+    "SanaTransformer2DModel",
+    "SanaVideoTransformer3DModel",
+    "SanaWMLTX2RefinerTransformer3DModel",
+    "SanaWMTransformer3DModel",
+    "SkyReelsV2Transformer3DModel",
+    "StableAudio3DiTModel",
+    "StableAudioDiTModel",
+    "WanAnimate2Transformer3DModel",
+    "WanAnimateTransformer3DModel",
+    "WanTransformer3DModel",
+    "WanVACETransformer3DModel",
+    "ZImageTransformer2DModel",
+];
+
+/// A diffusers `config.json` (an object) and the reading of its keys.
+struct Keys<'a>(&'a serde_json::Map<String, Value>);
+
+impl Keys<'_> {
+    fn bad(key: &str, expected: &'static str, found: Option<&Value>) -> Error {
+        Error::Frequency(FrequencyError::InvalidConfigValue {
+            key: key.to_string(),
+            expected,
+            found: found.map_or_else(|| "nothing (the key is missing)".into(), Value::to_string),
+        })
+    }
+
+    fn u(&self, key: &str) -> Result<u64> {
+        let v = self.0.get(key);
+        v.and_then(Value::as_u64)
+            .filter(|&n| n > 0)
+            .ok_or_else(|| Self::bad(key, "a positive integer", v))
+    }
+
+    fn f(&self, key: &str) -> Result<f64> {
+        let v = self.0.get(key);
+        v.and_then(Value::as_f64)
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .ok_or_else(|| Self::bad(key, "a positive number", v))
+    }
+
+    /// `None` where the key is absent or null.
+    fn opt_u(&self, key: &str) -> Result<Option<u64>> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.u(key).map(Some),
+        }
+    }
+
+    fn flag(&self, key: &str) -> Result<bool> {
+        let v = self.0.get(key);
+        v.and_then(Value::as_bool)
+            .ok_or_else(|| Self::bad(key, "true or false", v))
+    }
+
+    fn inner_dim(&self) -> Result<u64> {
+        let dim = self
+            .u("num_attention_heads")?
+            .checked_mul(self.u("attention_head_dim")?);
+        dim.ok_or_else(|| Self::bad("attention_head_dim", "a width below 2^64", None))
+    }
+}
+
+/// `latent / patch`, at least one token (diffusers' floor division).
+fn tokens(latent: u64, patch: u64, key: &str) -> Result<u64> {
+    match latent / patch {
+        0 => Err(Keys::bad(
+            key,
+            "a latent size of at least one patch",
+            Some(&latent.into()),
+        )),
+        n => Ok(n),
+    }
+}
+
+impl SincosGrid {
+    /// The sin-cos table a diffusers transformer adds to its patch tokens, from its
+    /// `config.json` (feature `hf-config`): DiT, PixArt (`interpolation_scale`, by default
+    /// `max(sample_size / 64, 1)`), SD3 (the `pos_embed_max_size` table center-cropped),
+    /// CogVideoX and ConsisID (3-D, `max_text_seq_length` zero rows; none with rotary or
+    /// learned positions). `latent` is the latent the transformer is given, `[height,
+    /// width]` (2-D) or `[frames, height, width]` (3-D, latent frames); `None` takes the
+    /// config's sample size. `Ok(None)` for a transformer that adds no such table
+    /// ([`DIFFUSERS_WITHOUT_TABLE`]); an unknown `_class_name` or a bad key is an error.
+    pub fn from_diffusers_config(config: &Value, latent: Option<&[u64]>) -> Result<Option<Self>> {
+        let obj = config
+            .as_object()
+            .ok_or(Error::Frequency(FrequencyError::ConfigNotObject {
+                found: super::config::kind(config),
+            }))?;
+        let keys = Keys(obj);
+        let class = obj.get("_class_name").and_then(Value::as_str).unwrap_or("");
+        match class {
+            "DiTTransformer2DModel" | "PixArtTransformer2DModel" | "SD3Transformer2DModel" => {
+                patch_table(&keys, class, latent).map(Some)
+            }
+            "CogVideoXTransformer3DModel" | "ConsisIDTransformer3DModel" => {
+                video_table(&keys, class, latent)
+            }
+            c if DIFFUSERS_WITHOUT_TABLE.contains(&c) => Ok(None),
+            _ => Err(Keys::bad(
+                "_class_name",
+                "a diffusers 0.42 transformer (tests/data/diffusers/TRANSFORMERS.md)",
+                obj.get("_class_name"),
+            )),
+        }
+    }
+}
+
+/// `PatchEmbed(height=sample_size, width=sample_size, ...)` as the 2-D classes build it.
+fn patch_table(keys: &Keys<'_>, class: &str, latent: Option<&[u64]>) -> Result<SincosGrid> {
+    let (sample, p) = (keys.u("sample_size")?, keys.u("patch_size")?);
+    let dim = keys.inner_dim()?;
+    let base = (sample / p) as f64;
+    let [h, w] = match latent {
+        None => [sample, sample],
+        Some(&[h, w]) => [h, w],
+        Some(_) => return Err(Keys::bad("latent", "[height, width]", None)),
+    };
+    let [h, w] = [
+        tokens(h, p, "latent height")?,
+        tokens(w, p, "latent width")?,
+    ];
+    if class == "SD3Transformer2DModel" {
+        let max = keys.u("pos_embed_max_size")?;
+        if h > max || w > max {
+            return Err(Keys::bad(
+                "pos_embed_max_size",
+                "at least the latent's patches a side",
+                Some(&max.into()),
+            ));
+        }
+        return Ok(SincosGrid::diffusers_cropped(dim, max, [h, w], base, 1.0));
+    }
+    let scale = match class {
+        "PixArtTransformer2DModel" => keys
+            .opt_u("interpolation_scale")?
+            .unwrap_or((sample / 64).max(1)) as f64,
+        _ => 1.0,
+    };
+    Ok(SincosGrid::diffusers_2d(dim, [h, w], base, scale))
+}
+
+/// `CogVideoXPatchEmbed` with fixed sin-cos embeddings (rotary or learned ones: `None`).
+fn video_table(keys: &Keys<'_>, class: &str, latent: Option<&[u64]>) -> Result<Option<SincosGrid>> {
+    // ConsisID does not pass its learned-positions flag to the patch embedding.
+    let learned = class == "CogVideoXTransformer3DModel"
+        && keys.0.contains_key("use_learned_positional_embeddings")
+        && keys.flag("use_learned_positional_embeddings")?;
+    if keys.flag("use_rotary_positional_embeddings")? || learned {
+        return Ok(None);
+    }
+    let (p, r) = (keys.u("patch_size")?, keys.u("temporal_compression_ratio")?);
+    let [f, h, w] = match latent {
+        None => {
+            let frames = (keys.u("sample_frames")? - 1) / r + 1;
+            [frames, keys.u("sample_height")?, keys.u("sample_width")?]
+        }
+        Some(&[f, h, w]) if f > 0 => [f, h, w],
+        Some(_) => {
+            return Err(Keys::bad(
+                "latent",
+                "[frames, height, width], frames > 0",
+                None,
+            ));
+        }
+    };
+    let grid = SincosGrid::diffusers_3d(
+        keys.inner_dim()?,
+        [
+            f,
+            tokens(h, p, "latent height")?,
+            tokens(w, p, "latent width")?,
+        ],
+        keys.f("spatial_interpolation_scale")?,
+        keys.f("temporal_interpolation_scale")?,
+    );
+    Ok(Some(grid.zero_rows(keys.u("max_text_seq_length")?)))
+}
