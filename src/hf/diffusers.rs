@@ -9,9 +9,10 @@ use crate::grid::SincosGrid;
 
 /// The diffusers transformers that add no fixed sin-cos table to their patch tokens (they
 /// rotate, learn their positions, or have none): every class of
-/// `tests/data/diffusers/TRANSFORMERS.md` built on its default config, less the five below;
+/// `tests/data/diffusers/TRANSFORMERS.md` built on its default config, less the five read
+/// below and CogView3Plus (whose top-left-cropped table is not read yet: an error);
 /// `tests/diffusers_matrix.rs` checks the list against that matrix.
-pub const DIFFUSERS_WITHOUT_TABLE: [&str; 60] = [
+pub const DIFFUSERS_WITHOUT_TABLE: [&str; 59] = [
     "AceStepTransformer1DModel",
     "AllegroTransformer3DModel",
     "AnyFlowFARTransformer3DModel",
@@ -22,7 +23,6 @@ pub const DIFFUSERS_WITHOUT_TABLE: [&str; 60] = [
     "BriaTransformer2DModel",
     "ChromaTransformer2DModel",
     "ChronoEditTransformer3DModel",
-    "CogView3PlusTransformer2DModel",
     "CogView4Transformer2DModel",
     "Cosmos3OmniTransformer",
     "CosmosTransformer3DModel",
