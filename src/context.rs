@@ -9,7 +9,8 @@ use crate::kernels::pass::EncodeReport;
 use crate::kernels::rope::{Rope, RopeCall};
 use crate::kernels::sinusoidal::SinusoidalOp;
 use crate::positions::{HostPositions, Positions};
-use crate::spec::{RopeSpec, SinusoidalSpec};
+use crate::sinusoid::SinusoidalSpec;
+use crate::spec::RopeSpec;
 use crate::tensor::{ArrayView, Layout, TensorView};
 
 /// The entry point: holds a device and queue (the caller's, or one it picked), and compiles

@@ -77,8 +77,6 @@ pub use kernels::fused::{CacheIndex, KvCache, QkvCall};
 pub use kernels::pass::EncodeReport;
 pub use kernels::rope::{Rope, RopeCall};
 pub use positions::{HostPositions, Positions};
-pub use spec::{
-    Dtype, MRope, MRopeOrder, NormWeight, OutputOrder, PairLayout, QkNorm, RopeSpec,
-    SinusoidalLayout, SinusoidalSpec, Timescales,
-};
+pub use sinusoid::{SinusoidalLayout, SinusoidalSpec, Timescales};
+pub use spec::{Dtype, MRope, MRopeOrder, NormWeight, OutputOrder, PairLayout, QkNorm, RopeSpec};
 pub use tensor::{ArrayView, CosSinCache, Dims, Layout, TensorView};

@@ -8,7 +8,8 @@
 use crate::error::Result;
 use crate::frequencies::Scaling;
 use crate::positions::HostPositions;
-use crate::spec::{RopeSpec, SinusoidalSpec, Timescales};
+use crate::sinusoid::{SinusoidalSpec, Timescales};
+use crate::spec::RopeSpec;
 use crate::tensor::Layout;
 
 /// 2 pi as the sum of three f64 (the last one far below anything that matters here).

@@ -2,7 +2,6 @@
 
 use crate::error::{Error, Result};
 use crate::frequencies::Scaling;
-pub use crate::sinusoid::{SinusoidalLayout, SinusoidalSpec, Timescales};
 
 /// Which two elements of a row form a rotated pair.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

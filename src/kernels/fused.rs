@@ -293,13 +293,10 @@ impl Rope {
     /// frequency (and norm factor) buffer, the caches and the flag.
     fn block<'c>(&self, call: &QkvCall<'c>, views: &Views<'c>) -> Result<Block<'c>> {
         let [batch, _, seq, _] = call.qkv.layout.shape;
-        let (positions, seq_len) = resolve_positions(
-            call.positions,
-            &views.q,
-            Reads::Rope {
-                mrope: self.spec.mrope.is_some(),
-            },
-        )?;
+        let reads = Reads::Rope {
+            mrope: self.spec.mrope.is_some(),
+        };
+        let (positions, seq_len) = resolve_positions(call.positions, &views.q, reads)?;
         let slots = self.slots(call, &positions, seq_len, views)?;
         let angles = self.angles_at(seq_len)?;
         let (width, span) = self.fused_width(call, views);

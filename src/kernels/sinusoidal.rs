@@ -8,7 +8,7 @@ use crate::angle;
 use crate::dd::Dd;
 use crate::error::{Error, Result};
 use crate::positions::Positions;
-use crate::spec::SinusoidalSpec;
+use crate::sinusoid::SinusoidalSpec;
 use crate::tensor::{ArrayView, TensorView};
 
 /// What a sinusoidal pass writes.
