@@ -80,15 +80,19 @@ fn every_timestep_projection_of_every_diffusers_transformer() {
         );
     }
     // Every module the matrix lists is one of the parameter sets checked.
-    let listed: usize = data["classes"]
-        .as_object()
-        .expect("classes")
-        .values()
-        .filter_map(|c| c["timesteps"].as_array())
-        .map(Vec::len)
-        .sum();
+    let listed = listed(&data, "timesteps");
     assert_eq!(modules, listed);
     eprintln!("{modules} Timesteps modules checked");
+}
+
+/// How many entries of `key` (modules or tables) the matrix lists over every class.
+fn listed(data: &Value, key: &str) -> usize {
+    let classes = data["classes"].as_object().expect("classes");
+    classes
+        .values()
+        .filter_map(|c| c[key].as_array())
+        .map(Vec::len)
+        .sum()
 }
 
 /// The grid of a table the matrix recorded, as the module builds it.
@@ -151,13 +155,7 @@ fn every_sincos_patch_table_of_every_diffusers_transformer() {
             grid.rows()
         );
     }
-    let listed: usize = data["classes"]
-        .as_object()
-        .expect("classes")
-        .values()
-        .filter_map(|c| c["tables"].as_array())
-        .map(Vec::len)
-        .sum();
+    let listed = listed(&data, "tables");
     assert_eq!(tables, listed);
     eprintln!("{tables} sin-cos tables checked");
 }

@@ -195,10 +195,13 @@ fn grid_host_table_has_zero_rows_first() {
     let grid = SincosGrid::diffusers_2d(16, [2, 3], 2.0, 1.0).zero_rows(2);
     let t = ctx().sincos_grid_host(&grid).expect("table");
     assert_eq!(t.len(), 8 * 16);
-    assert!(t[..32].iter().all(|&v| v == 0.0));
-    // Token (0, 0): coordinates 0, so [0 .. | 1 .. | 0 .. | 1 ..].
+    // The host table starts from zeros: its rows are compared with the reference, whose
+    // zero rows the poisoned views of the test above check are written.
+    assert!(max_error(&t, &reference::sincos_grid(&grid)) <= CONTRACT);
+    // Token (0, 0): coordinates 0, so [0 .. | 1 .. | 0 .. | 1 ..]; the cosines cannot be
+    // the initial zeros.
     let first = &t[32..48];
-    assert!(first[..4].iter().all(|&v| v == 0.0) && first[4..8].iter().all(|&v| v == 1.0));
+    assert!(first[4..8].iter().chain(&first[12..16]).all(|&v| v == 1.0));
 }
 
 #[test]
