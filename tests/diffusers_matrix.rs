@@ -237,6 +237,23 @@ fn configs_that_cannot_be_read_are_typed_errors() {
         let ok = matches!(&e, Error::Frequency(FrequencyError::InvalidConfigValue { key: k, .. }) if k == key);
         assert!(ok, "{key}: {e}");
     }
+    // Latents (or an SD3 table) past 2^24 tokens: an error, not an allocation that aborts.
+    let classes = &data["classes"];
+    let mut huge_max = sd3.clone();
+    huge_max["pos_embed_max_size"] = json!(u64::MAX);
+    let dit = &classes["DiTTransformer2DModel"]["config"];
+    let cog = &classes["CogVideoXTransformer3DModel"]["config"];
+    let pixart = &classes["PixArtTransformer2DModel"]["config"];
+    for (config, latent, key) in [
+        (dit, vec![u64::MAX, u64::MAX], "latent"),
+        (pixart, vec![1 << 14, 1 << 14], "latent"),
+        (cog, vec![u64::MAX, 60, 90], "latent"),
+        (&huge_max, vec![128, 128], "pos_embed_max_size"),
+    ] {
+        let e = SincosGrid::from_diffusers_config(config, Some(&latent)).expect_err(key);
+        let ok = matches!(&e, Error::Frequency(FrequencyError::InvalidConfigValue { key: k, .. }) if k == key);
+        assert!(ok, "{key}: {e}");
+    }
     let e = SincosGrid::from_diffusers_config(&json!([1, 2]), None).expect_err("array");
     assert!(
         matches!(e, Error::Frequency(FrequencyError::ConfigNotObject { .. })),

@@ -122,6 +122,19 @@ impl Keys<'_> {
     }
 }
 
+/// The most grid tokens a config's latent may ask for (16.7M: 140 times HunyuanVideo's 720p
+/// video), so that an absurd latent is an error rather than an allocation that aborts.
+const MAX_TOKENS: u64 = 1 << 24;
+
+/// Checks that `sides` (patches along each axis) hold at most [`MAX_TOKENS`] tokens.
+fn check_tokens(key: &str, sides: &[u64]) -> Result<()> {
+    let n = sides.iter().try_fold(1u64, |acc, &x| acc.checked_mul(x));
+    match n {
+        Some(n) if n <= MAX_TOKENS => Ok(()),
+        _ => Err(Keys::bad(key, "at most 2^24 patch tokens", None)),
+    }
+}
+
 /// `latent / patch`, at least one token (diffusers' floor division).
 fn tokens(latent: u64, patch: u64, key: &str) -> Result<u64> {
     match latent / patch {
@@ -182,8 +195,11 @@ fn patch_table(keys: &Keys<'_>, class: &str, latent: Option<&[u64]>) -> Result<S
         tokens(h, p, "latent height")?,
         tokens(w, p, "latent width")?,
     ];
+    check_tokens("latent", &[h, w])?;
     if class == "SD3Transformer2DModel" {
         let max = keys.u("pos_embed_max_size")?;
+        // The table's side is built whole before the crop.
+        check_tokens("pos_embed_max_size", &[max])?;
         if h > max || w > max {
             return Err(Keys::bad(
                 "pos_embed_max_size",
@@ -226,13 +242,14 @@ fn video_table(keys: &Keys<'_>, class: &str, latent: Option<&[u64]>) -> Result<O
             ));
         }
     };
+    let [h, w] = [
+        tokens(h, p, "latent height")?,
+        tokens(w, p, "latent width")?,
+    ];
+    check_tokens("latent", &[f, h, w])?;
     let grid = SincosGrid::diffusers_3d(
         keys.inner_dim()?,
-        [
-            f,
-            tokens(h, p, "latent height")?,
-            tokens(w, p, "latent width")?,
-        ],
+        [f, h, w],
         keys.f("spatial_interpolation_scale")?,
         keys.f("temporal_interpolation_scale")?,
     );
