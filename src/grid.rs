@@ -62,6 +62,24 @@ pub struct SincosGrid {
     pub blocks: Vec<GridBlock>,
 }
 
+/// The most tokens (and the longest side) a grid constructor builds coordinates for:
+/// 16.7M, 140 times HunyuanVideo's 720p video, so that absurd sizes are an error rather than
+/// an allocation that aborts.
+pub const MAX_GRID_TOKENS: u64 = 1 << 24;
+
+/// Checks that `sides` hold at most [`MAX_GRID_TOKENS`] tokens.
+fn check_tokens(sides: &[u64]) -> Result<()> {
+    let n = sides.iter().try_fold(1u64, |acc, &x| acc.checked_mul(x));
+    match n {
+        Some(n) if n <= MAX_GRID_TOKENS => Ok(()),
+        _ => Err(Error::InvalidParameter {
+            what: "grid tokens",
+            value: n.map_or(f64::INFINITY, |n| n as f64),
+            need: "at most 2^24 (wgpu_posenc::MAX_GRID_TOKENS) along the sides given",
+        }),
+    }
+}
+
 /// `0, 1, .., n - 1` as f32, each divided in f32 by each of `divisors` in turn (torch's
 /// `arange(n, dtype=float32) / a / b` with Python floats `a`, `b` rounded to f32).
 fn arange_div(n: u64, divisors: &[f64]) -> Vec<f32> {
@@ -96,10 +114,11 @@ impl SincosGrid {
         [h, w]: [u64; 2],
         base_size: f64,
         interpolation_scale: f64,
-    ) -> Self {
+    ) -> Result<Self> {
+        check_tokens(&[h, w])?;
         let div = |n: u64| [n as f64 / base_size, interpolation_scale];
         let [ws, hs] = grid_2d([h, w], [0, 0, h, w], &div(h), &div(w));
-        Self::two_blocks(embed_dim, ws, hs)
+        Ok(Self::two_blocks(embed_dim, ws, hs))
     }
 
     /// SD3's `PatchEmbed` with `pos_embed_max_size`: the 2-D table of a `max_size x max_size`
@@ -111,7 +130,9 @@ impl SincosGrid {
         [h, w]: [u64; 2],
         base_size: f64,
         interpolation_scale: f64,
-    ) -> Self {
+    ) -> Result<Self> {
+        // The table's side is built whole before the crop.
+        check_tokens(&[max_size])?;
         let div = [max_size as f64 / base_size, interpolation_scale];
         let (top, left) = (
             max_size.saturating_sub(h) / 2,
@@ -119,7 +140,7 @@ impl SincosGrid {
         );
         let [h, w] = [h.min(max_size), w.min(max_size)];
         let [ws, hs] = grid_2d([max_size, max_size], [top, left, h, w], &div, &div);
-        Self::two_blocks(embed_dim, ws, hs)
+        Ok(Self::two_blocks(embed_dim, ws, hs))
     }
 
     /// diffusers' `get_3d_sincos_pos_embed(embed_dim, (w, h), t, spatial_interpolation_scale,
@@ -132,7 +153,8 @@ impl SincosGrid {
         [t, h, w]: [u64; 3],
         spatial_interpolation_scale: f64,
         temporal_interpolation_scale: f64,
-    ) -> Self {
+    ) -> Result<Self> {
+        check_tokens(&[t, h, w])?;
         let s = [spatial_interpolation_scale];
         let [ws, hs] = grid_2d([h, w], [0, 0, h, w], &s, &s);
         let ct = arange_div(t, &[temporal_interpolation_scale]);
@@ -144,7 +166,7 @@ impl SincosGrid {
             .flat_map(|&v| std::iter::repeat_n(v, per_frame))
             .collect();
         let spatial = 3 * embed_dim / 4;
-        Self {
+        Ok(Self {
             dim: embed_dim,
             zero_rows: 0,
             blocks: vec![
@@ -152,7 +174,7 @@ impl SincosGrid {
                 GridBlock::concatenated(embed_dim / 4, spatial / 2, frames(&ws)),
                 GridBlock::concatenated(embed_dim / 4 + spatial / 2, spatial / 2, frames(&hs)),
             ],
-        }
+        })
     }
 
     fn two_blocks(embed_dim: u64, ws: Vec<f32>, hs: Vec<f32>) -> Self {
@@ -179,7 +201,8 @@ impl SincosGrid {
         temperature: f64,
         reverse_coord: bool,
         interleave_sin_cos: bool,
-    ) -> Self {
+    ) -> Result<Self> {
+        check_tokens(&feat_shape)?;
         let [s0, s1] = if reverse_coord {
             [feat_shape[1], feat_shape[0]]
         } else {
@@ -200,11 +223,11 @@ impl SincosGrid {
             base: temperature,
             coords,
         };
-        Self {
+        Ok(Self {
             dim,
             zero_rows: 0,
             blocks: vec![block(starts[0], a0), block(starts[1], a1)],
-        }
+        })
     }
 
     /// `n` rows of zeros before the grid (diffusers' `cls_token` / `extra_tokens`,

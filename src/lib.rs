@@ -67,7 +67,7 @@ pub mod wgsl;
 pub use context::PosEnc;
 pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Yarn};
-pub use grid::{GridBlock, SincosGrid};
+pub use grid::{GridBlock, MAX_GRID_TOKENS, SincosGrid};
 #[cfg(feature = "hf-config")]
 pub use hf::{DIFFUSERS_WITHOUT_TABLE, HfQkNorm, HfRope, LayerRope};
 #[cfg(feature = "capture")]

@@ -669,7 +669,9 @@ fn timesteps(rec: &mut Recorder, rng: &mut Rng) {
 /// Sin-cos grids: timm's layout (cosines two blocks after their sines: a pair distance
 /// other than the pair count) with a zero row, added to f32 patch embeddings.
 fn grids(rec: &mut Recorder, rng: &mut Rng) {
-    let grid = SincosGrid::timm_2d(64, [3, 5], 10_000.0, false, false).zero_rows(1);
+    let grid = SincosGrid::timm_2d(64, [3, 5], 10_000.0, false, false)
+        .expect("grid")
+        .zero_rows(1);
     let layout = Layout::bsd(2, grid.rows(), 64);
     let input = guarded_input(rng, &layout, 7);
     let table = reference::sincos_grid(&grid);

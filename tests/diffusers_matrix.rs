@@ -105,7 +105,8 @@ fn grid_of(t: &Value) -> SincosGrid {
             [side, side],
             f(&t["base_size"]),
             f(&t["interpolation_scale"]),
-        );
+        )
+        .expect("grid");
     }
     let (p, c) = (u(&t["patch_size"]), u(&t["temporal_compression_ratio"]));
     let frames = (u(&t["sample_frames"]) - 1) / c + 1;
@@ -116,6 +117,7 @@ fn grid_of(t: &Value) -> SincosGrid {
         f(&t["spatial_interpolation_scale"]),
         f(&t["temporal_interpolation_scale"]),
     )
+    .expect("grid")
     .zero_rows(u(&t["max_text_seq_length"]))
 }
 

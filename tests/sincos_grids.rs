@@ -40,27 +40,31 @@ fn grid_of(case: &Value) -> SincosGrid {
             [g[0], g[1]],
             f(&case["base_size"]),
             f(&case["interpolation_scale"]),
-        ),
+        )
+        .expect("grid"),
         "cropped" => SincosGrid::diffusers_cropped(
             dim,
             u(&case["max_size"]),
             [g[0], g[1]],
             f(&case["base_size"]),
             f(&case["interpolation_scale"]),
-        ),
+        )
+        .expect("grid"),
         "timm" => SincosGrid::timm_2d(
             dim,
             [g[0], g[1]],
             f(&case["temperature"]),
             case["reverse_coord"].as_bool().expect("reverse_coord"),
             case["interleave_sin_cos"].as_bool().expect("interleave"),
-        ),
+        )
+        .expect("grid"),
         _ => SincosGrid::diffusers_3d(
             dim,
             [g[0], g[1], g[2]],
             f(&case["interpolation_scale"]),
             f(&case["temporal_interpolation_scale"]),
         )
+        .expect("grid")
         .zero_rows(u(&case["zero_rows"])),
     }
 }
@@ -137,8 +141,12 @@ fn diffusers_and_timm_tables_within_contract_of_the_real_number() {
 fn grid_table_and_add_over_strided_views_in_every_dtype() {
     let mut rng = Rng::new(2929);
     let grids = [
-        SincosGrid::diffusers_2d(64, [5, 7], 4.0, 1.5).zero_rows(3),
-        SincosGrid::diffusers_3d(96, [3, 4, 5], 1.875, 1.0).zero_rows(2),
+        SincosGrid::diffusers_2d(64, [5, 7], 4.0, 1.5)
+            .expect("grid")
+            .zero_rows(3),
+        SincosGrid::diffusers_3d(96, [3, 4, 5], 1.875, 1.0)
+            .expect("grid")
+            .zero_rows(2),
         // Blocks of one and two pairs (the scalar kernel).
         SincosGrid {
             dim: 6,
@@ -149,8 +157,10 @@ fn grid_table_and_add_over_strided_views_in_every_dtype() {
             ],
         },
         // timm's layouts: sines of both axes, then their cosines; and interleaved blocks.
-        SincosGrid::timm_2d(32, [3, 5], 100.0, false, false),
-        SincosGrid::timm_2d(64, [4, 3], 10_000.0, true, true).zero_rows(1),
+        SincosGrid::timm_2d(32, [3, 5], 100.0, false, false).expect("grid"),
+        SincosGrid::timm_2d(64, [4, 3], 10_000.0, true, true)
+            .expect("grid")
+            .zero_rows(1),
     ];
     for grid in &grids {
         let (rows, dim) = (grid.rows(), grid.dim);
@@ -192,7 +202,9 @@ fn grid_table_and_add_over_strided_views_in_every_dtype() {
 
 #[test]
 fn grid_host_table_has_zero_rows_first() {
-    let grid = SincosGrid::diffusers_2d(16, [2, 3], 2.0, 1.0).zero_rows(2);
+    let grid = SincosGrid::diffusers_2d(16, [2, 3], 2.0, 1.0)
+        .expect("grid")
+        .zero_rows(2);
     let t = ctx().sincos_grid_host(&grid).expect("table");
     assert_eq!(t.len(), 8 * 16);
     // The host table starts from zeros: its rows are compared with the reference, whose
@@ -207,11 +219,11 @@ fn grid_host_table_has_zero_rows_first() {
 #[test]
 fn bad_grids_are_typed_errors() {
     let c = ctx();
-    let mut odd = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 1.0);
+    let mut odd = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 1.0).expect("grid");
     odd.blocks[0].cos_offset = 7;
-    let mut short = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 1.0);
+    let mut short = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 1.0).expect("grid");
     short.blocks[1].coords.pop();
-    let nan = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 0.0); // division by zero: infinities
+    let nan = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 0.0).expect("grid"); // division by zero: infinities
     for (grid, want) in [(odd, "width"), (short, "coords"), (nan, "coord")] {
         let e = c.sincos_grid_host(&grid).expect_err(want);
         let ok = match want {
@@ -233,8 +245,28 @@ fn bad_grids_are_typed_errors() {
         };
         assert!(ok, "{want}: {e}");
     }
+    // Sizes whose coordinates would not fit memory: an error, not an aborting allocation.
+    let huge = [
+        SincosGrid::diffusers_2d(16, [u64::MAX, 2], 2.0, 1.0).map(drop),
+        SincosGrid::diffusers_cropped(16, u64::MAX, [2, 2], 2.0, 1.0).map(drop),
+        SincosGrid::diffusers_3d(64, [1 << 10, 1 << 10, 1 << 10], 1.0, 1.0).map(drop),
+        SincosGrid::timm_2d(16, [1 << 13, 1 << 12], 10_000.0, false, false).map(drop),
+    ];
+    for e in huge {
+        let e = e.expect_err("huge grid");
+        assert!(
+            matches!(
+                e,
+                Error::InvalidParameter {
+                    what: "grid tokens",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
     // A tensor of the wrong shape.
-    let grid = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 1.0);
+    let grid = SincosGrid::diffusers_2d(16, [2, 2], 2.0, 1.0).expect("grid");
     let buffer = common::f32_buffer(&[0.0; 256]);
     let mut encoder = c.device().create_command_encoder(&Default::default());
     let view = TensorView::new(&buffer, Layout::rows(5, 16));

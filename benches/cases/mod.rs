@@ -475,7 +475,7 @@ pub fn timestep(s: u64) -> f32 {
 /// `S`), base size 64, interpolation scale 1.
 pub fn grid(seq: u64) -> SincosGrid {
     let w = if seq.is_multiple_of(64) { 64 } else { 1 };
-    SincosGrid::diffusers_2d(D_MODEL, [seq / w, w], 64.0, 1.0)
+    SincosGrid::diffusers_2d(D_MODEL, [seq / w, w], 64.0, 1.0).expect("grid")
 }
 
 /// The buffer of `S` tokens (zeros), and a second one for the copy.

@@ -207,7 +207,7 @@ fn patch_table(keys: &Keys<'_>, class: &str, latent: Option<&[u64]>) -> Result<S
                 Some(&max.into()),
             ));
         }
-        return Ok(SincosGrid::diffusers_cropped(dim, max, [h, w], base, 1.0));
+        return SincosGrid::diffusers_cropped(dim, max, [h, w], base, 1.0);
     }
     let scale = match class {
         "PixArtTransformer2DModel" => keys
@@ -215,7 +215,7 @@ fn patch_table(keys: &Keys<'_>, class: &str, latent: Option<&[u64]>) -> Result<S
             .unwrap_or((sample / 64).max(1)) as f64,
         _ => 1.0,
     };
-    Ok(SincosGrid::diffusers_2d(dim, [h, w], base, scale))
+    SincosGrid::diffusers_2d(dim, [h, w], base, scale)
 }
 
 /// `CogVideoXPatchEmbed` with fixed sin-cos embeddings (rotary or learned ones: `None`).
@@ -252,6 +252,6 @@ fn video_table(keys: &Keys<'_>, class: &str, latent: Option<&[u64]>) -> Result<O
         [f, h, w],
         keys.f("spatial_interpolation_scale")?,
         keys.f("temporal_interpolation_scale")?,
-    );
+    )?;
     Ok(Some(grid.zero_rows(keys.u("max_text_seq_length")?)))
 }
