@@ -143,6 +143,24 @@ impl SincosGrid {
         Ok(Self::two_blocks(embed_dim, ws, hs))
     }
 
+    /// CogView3Plus' `CogView3PlusPatchEmbed`: the 2-D table of a `max_size x max_size` grid
+    /// at base size `max_size` (integer coordinates), of which the forward takes the top-left
+    /// `h x w` tokens (`pos_embed[:h, :w]`). Its text tokens come first with zero rows: add
+    /// [`SincosGrid::zero_rows`] with their count. A side past `max_size` is an error.
+    pub fn diffusers_top_left(embed_dim: u64, max_size: u64, [h, w]: [u64; 2]) -> Result<Self> {
+        check_tokens(&[max_size])?;
+        if h > max_size || w > max_size {
+            return Err(Error::InvalidParameter {
+                what: "grid side",
+                value: h.max(w) as f64,
+                need: "at most the table's max_size (pos_embed_max_size)",
+            });
+        }
+        let div = [1.0, 1.0];
+        let [ws, hs] = grid_2d([max_size, max_size], [0, 0, h, w], &div, &div);
+        Ok(Self::two_blocks(embed_dim, ws, hs))
+    }
+
     /// diffusers' `get_3d_sincos_pos_embed(embed_dim, (w, h), t, spatial_interpolation_scale,
     /// temporal_interpolation_scale)` (CogVideoX 1.0): tokens frame by frame, each frame's
     /// `h x w` row-major; the row is the temporal block (`embed_dim / 4`, at `t / temporal

@@ -69,7 +69,10 @@ pub use error::{Error, Result};
 pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Yarn};
 pub use grid::{GridBlock, MAX_GRID_TOKENS, SincosGrid};
 #[cfg(feature = "hf-config")]
-pub use hf::{DIFFUSERS_WITHOUT_TABLE, HfQkNorm, HfRope, LayerRope};
+pub use hf::{
+    DIFFUSERS_WITHOUT_PROJECTION, DIFFUSERS_WITHOUT_TABLE, HfQkNorm, HfRope, LayerRope,
+    TimestepProjection,
+};
 #[cfg(feature = "capture")]
 pub use kernels::capture;
 pub use kernels::device::CacheUsage;

@@ -8,7 +8,7 @@ mod common;
 
 use common::{ctx, max_error, test_data};
 use serde_json::Value;
-use wgpu_posenc::{HostPositions, Layout, SincosGrid, SinusoidalSpec};
+use wgpu_posenc::{GridBlock, HostPositions, Layout, SincosGrid, SinusoidalSpec};
 
 const CONTRACT: f64 = 1.5e-7;
 
@@ -98,6 +98,27 @@ fn listed(data: &Value, key: &str) -> usize {
 /// The grid of a table the matrix recorded, as the module builds it.
 fn grid_of(t: &Value) -> SincosGrid {
     let dim = u(&t["embed_dim"]);
+    match t["kind"].as_str().expect("kind") {
+        "temporal" => {
+            let coords = (0..u(&t["length"])).map(|i| i as f32).collect();
+            return SincosGrid {
+                dim,
+                zero_rows: 0,
+                blocks: vec![GridBlock::concatenated(0, dim, coords)],
+            };
+        }
+        "top_left" => {
+            let side = u(&t["side"]);
+            return SincosGrid::diffusers_top_left(dim, side, [side, side]).expect("grid");
+        }
+        "center" => {
+            let side = u(&t["side"]);
+            let (base, scale) = (f(&t["base_size"]), f(&t["interpolation_scale"]));
+            return SincosGrid::diffusers_cropped(dim, side, [side, side], base, scale)
+                .expect("grid");
+        }
+        _ => {}
+    }
     if t["kind"] == "patch" {
         let side = u(&t["side"]);
         return SincosGrid::diffusers_2d(
@@ -189,14 +210,20 @@ fn configs_read_into_the_tables_the_modules_hold() {
             continue;
         }
         let Some(refs) = class["tables"].as_array().filter(|t| !t.is_empty()) else {
-            without.push(name.as_str());
+            // A build's label: the class, `#n` after it where it is built twice.
+            without.push(name.split('#').next().expect("class"));
+            if config.is_object() {
+                let read = SincosGrid::from_diffusers_config(config, None);
+                assert_eq!(read.expect(name), None, "{name}");
+            }
             continue;
         };
         let table = tables
             .iter()
             .find(|t| t["key"] == refs[0]["key"])
             .expect("the class's table");
-        // SD3's module holds the whole `pos_embed_max_size` table: a latent that size.
+        // SD3's, CogView3Plus' and OmniGen's modules hold the whole `pos_embed_max_size`
+        // table: a latent that size.
         let side = config["pos_embed_max_size"]
             .as_u64()
             .map(|m| m * u(&config["patch_size"]));
@@ -207,6 +234,7 @@ fn configs_read_into_the_tables_the_modules_hold() {
         assert_eq!(grid, grid_of(table), "{name}");
     }
     without.sort_unstable();
+    without.dedup();
     let mut listed = DIFFUSERS_WITHOUT_TABLE.to_vec();
     listed.sort_unstable();
     assert_eq!(without, listed, "the classes without a sin-cos table");
@@ -261,6 +289,21 @@ fn configs_that_cannot_be_read_are_typed_errors() {
         matches!(e, Error::Frequency(FrequencyError::ConfigNotObject { .. })),
         "{e}"
     );
+    // CogView3Plus' and OmniGen's tables are built at `pos_embed_max_size` a side: a latent
+    // past it is refused; a legacy `Transformer2DModel` that is neither DiT nor PixArt too.
+    let cogview = &classes["CogView3PlusTransformer2DModel"]["config"];
+    let omnigen = &classes["OmniGenTransformer2DModel"]["config"];
+    let legacy = json!({"_class_name": "Transformer2DModel", "norm_type": "layer_norm"});
+    for (config, latent, key) in [
+        (cogview, Some(vec![258, 64]), "pos_embed_max_size"),
+        (omnigen, Some(vec![64, 386]), "pos_embed_max_size"),
+        (omnigen, Some(vec![64]), "latent"),
+        (&legacy, None, "norm_type"),
+    ] {
+        let e = SincosGrid::from_diffusers_config(config, latent.as_deref()).expect_err(key);
+        let ok = matches!(&e, Error::Frequency(FrequencyError::InvalidConfigValue { key: k, .. }) if k == key);
+        assert!(ok, "{key}: {e}");
+    }
     // FLUX rotates: no table, not an error.
     let flux = json!({"_class_name": "FluxTransformer2DModel"});
     assert_eq!(

@@ -275,3 +275,19 @@ fn bad_grids_are_typed_errors() {
         .expect_err("rows");
     assert!(matches!(e, Error::ShapeMismatch { .. }), "{e}");
 }
+
+/// CogView3Plus' crop is the top-left corner of its whole table, row by row; a side past the
+/// table is an error.
+#[test]
+fn top_left_crop_is_the_corner_of_the_whole_table() {
+    let whole = SincosGrid::diffusers_top_left(32, 9, [9, 9]).expect("whole");
+    let corner = SincosGrid::diffusers_top_left(32, 9, [4, 7]).expect("corner");
+    for (b, c) in whole.blocks.iter().zip(&corner.blocks) {
+        let want: Vec<f32> = (0..4)
+            .flat_map(|i| (0..7).map(move |j| i * 9 + j))
+            .map(|n| b.coords[n])
+            .collect();
+        assert_eq!(c.coords, want);
+    }
+    assert!(SincosGrid::diffusers_top_left(32, 9, [10, 2]).is_err());
+}

@@ -11,6 +11,7 @@
 
 mod config;
 mod diffusers;
+mod diffusers_timesteps;
 mod families;
 mod generic;
 mod reader;
@@ -23,6 +24,7 @@ use crate::frequencies::{FrequencyError, Scaling};
 use crate::spec::{MRopeOrder, NormWeight, OutputOrder, PairLayout, RopeSpec};
 use config::{TextConfig, TopConfig, kind, parse};
 pub use diffusers::DIFFUSERS_WITHOUT_TABLE;
+pub use diffusers_timesteps::{DIFFUSERS_WITHOUT_PROJECTION, TimestepProjection};
 use reader::Reader;
 
 /// `config` as an object of type `T` (read from the top level).

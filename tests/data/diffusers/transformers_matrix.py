@@ -3,14 +3,17 @@
 
 Run:    python3 tests/data/diffusers/transformers_matrix.py > tests/data/diffusers/transformers_matrix.json
         python3 tests/data/diffusers/transformers_matrix.py --markdown \
-            tests/data/diffusers/transformers_matrix.json > tests/data/diffusers/TRANSFORMERS.md
+            tests/data/diffusers/transformers_matrix.json \
+            tests/data/diffusers/timestep_configs.json > tests/data/diffusers/TRANSFORMERS.md
 Needs:  torch (CPU), diffusers, mpmath.
 
 What it records
 ---------------
 Every class diffusers exports whose name says transformer or DiT (a `ModelMixin`), built
-from its default config on the meta device (no weights, no memory); the classes whose
-default config does not build are listed with diffusers' error. In each model, from its
+from its default config on the meta device (no weights, no memory), or, where that does not
+build, from the keys `timestep_configs.py` gives it (`PUBLISHED`: the legacy
+`Transformer2DModel` twice, as DiT's and PixArt's published configs name it); the classes
+that still do not build are listed with diffusers' error. In each model, from its
 modules:
 
   - every `Timesteps` module (the timestep and guidance projections): its path and
@@ -19,8 +22,10 @@ modules:
     side, `base_size`, `interpolation_scale`, `pos_embed_max_size`, width), and
     `CogVideoXPatchEmbed` with fixed sincos embeddings (sample size, frames, scales, text
     rows);
-  - other modules holding a fixed position table in a buffer (CogView3Plus'), listed, not
-    read;
+  - CogView3Plus' patch embedding (a `pos_embed_max_size` table whose top-left corner the
+    forward takes) and OmniGen's (a table at base size 64 whose center it takes);
+  - Latte's temporal table (`temp_pos_embed`, over `video_length` frames);
+  - other modules holding a fixed position table in a buffer, listed, not read;
   - the names of its rotary / position-embedding modules (for the RoPE matrix of the N-D
     work).
 And the transformer source files that call the sinusoid functions directly (not modules,
@@ -57,10 +62,15 @@ import torch
 from diffusers.models import ModelMixin
 from diffusers.models.embeddings import (
     CogVideoXPatchEmbed,
+    CogView3PlusPatchEmbed,
     PatchEmbed,
     Timesteps,
     get_timestep_embedding,
 )
+from diffusers.models.transformers.transformer_omnigen import OmniGenPatchEmbed
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+from timestep_configs import PUBLISHED  # noqa: E402  (the keys that make some classes build)
 
 mpmath.mp.dps = 40
 warnings.filterwarnings("ignore")
@@ -87,9 +97,9 @@ def exact_block(width, c):
     return [float(mpmath.sin(x)) for x in a] + [float(mpmath.cos(x)) for x in a]
 
 
-def scan(cls):
+def scan(cls, kwargs):
     with torch.device("meta"):
-        model = cls()
+        model = cls(**kwargs)
     steps, tables = [], []
     for path, mod in model.named_modules():
         if isinstance(mod, Timesteps):
@@ -101,6 +111,18 @@ def scan(cls):
                                interpolation_scale=float(mod.interpolation_scale),
                                max_size=mod.pos_embed_max_size, patch_size=mod.patch_size,
                                embed_dim=mod.proj.out_channels, height=mod.height, width=mod.width))
+        if isinstance(mod, CogView3PlusPatchEmbed):
+            # The whole table; the forward crops its top-left corner.
+            tables.append(dict(path=path, kind="top_left", side=mod.pos_embed_max_size,
+                               embed_dim=mod.hidden_size, patch_size=mod.patch_size))
+        if isinstance(mod, OmniGenPatchEmbed):
+            # The whole table; the forward crops its center. Its base size is the
+            # constructor's default (OmniGen does not pass one; the golden rows check it).
+            base = inspect.signature(OmniGenPatchEmbed.__init__).parameters["base_size"].default
+            tables.append(dict(path=path, kind="center", side=mod.pos_embed_max_size,
+                               base_size=base, interpolation_scale=float(mod.interpolation_scale),
+                               embed_dim=mod.output_image_proj.out_channels,
+                               patch_size=mod.patch_size))
         if isinstance(mod, CogVideoXPatchEmbed) and mod.use_positional_embeddings \
                 and not mod.use_learned_positional_embeddings:
             tables.append(dict(path=path, kind="cogvideox", embed_dim=mod.embed_dim,
@@ -110,11 +132,18 @@ def scan(cls):
                                max_text_seq_length=mod.max_text_seq_length,
                                spatial_interpolation_scale=float(mod.spatial_interpolation_scale),
                                temporal_interpolation_scale=float(mod.temporal_interpolation_scale)))
+    temporal = model._buffers.get("temp_pos_embed")
+    if temporal is not None:
+        # Latte's 1-D table over `video_length` frames (`get_1d_sincos_pos_embed_from_grid`).
+        tables.append(dict(path="temp_pos_embed", kind="temporal", length=temporal.shape[1],
+                           embed_dim=temporal.shape[2]))
     # Other modules holding a fixed position table (a buffer, not a parameter).
     others = [dict(path=path, module=type(mod).__name__)
               for path, mod in model.named_modules()
-              if not isinstance(mod, (PatchEmbed, CogVideoXPatchEmbed))
-              and any("pos_embed" in b and v is not None for b, v in mod._buffers.items())]
+              if not isinstance(mod, (PatchEmbed, CogVideoXPatchEmbed, CogView3PlusPatchEmbed,
+                                      OmniGenPatchEmbed))
+              and any("pos_embed" in b and v is not None and not (mod is model and b == "temp_pos_embed")
+                      for b, v in mod._buffers.items())]
     rope = sorted({type(m).__name__ for _, m in model.named_modules()
                    if any(k in type(m).__name__ for k in ("Rot", "Rope", "PosEmbed"))})
     return steps, tables, others, rope
@@ -137,7 +166,34 @@ def timestep_golden(key, used_by):
 def table_golden(key, t, used_by):
     """The table the module holds, rebuilt on the CPU; rows sampled; coordinates as diffusers
     computes them."""
-    if t["kind"] == "patch":
+    if t["kind"] == "temporal":
+        # Latte's own line: get_1d_sincos_pos_embed_from_grid(inner_dim, arange(0,
+        # video_length).unsqueeze(1), output_type="pt").float()
+        from diffusers.models.embeddings import get_1d_sincos_pos_embed_from_grid
+        n = t["length"]
+        table = get_1d_sincos_pos_embed_from_grid(
+            t["embed_dim"], torch.arange(0, n).unsqueeze(1), output_type="pt").float()
+        coords = [(float(i),) for i in range(n)]
+        widths = [t["embed_dim"]]
+        zero = 0
+    elif t["kind"] in ("top_left", "center"):
+        side = t["side"]
+        if t["kind"] == "top_left":
+            pe = CogView3PlusPatchEmbed(in_channels=1, hidden_size=t["embed_dim"],
+                                        patch_size=t["patch_size"], text_hidden_size=8,
+                                        pos_embed_max_size=side)
+            table, base, scale = pe.pos_embed.reshape(side * side, -1), side, 1.0
+        else:
+            pe = OmniGenPatchEmbed(patch_size=t["patch_size"], in_channels=1,
+                                   embed_dim=t["embed_dim"],
+                                   interpolation_scale=t["interpolation_scale"],
+                                   pos_embed_max_size=side)
+            table, base, scale = pe.pos_embed[0], t["base_size"], t["interpolation_scale"]
+        g = torch.arange(side, dtype=torch.float32) / (side / base) / scale
+        coords = [(float(g[n % side]), float(g[n // side])) for n in range(side * side)]
+        widths = [t["embed_dim"] // 2] * 2
+        zero = 0
+    elif t["kind"] == "patch":
         side = t["side"]
         pe = PatchEmbed(height=t["height"] * t["patch_size"], width=t["width"] * t["patch_size"],
                         patch_size=t["patch_size"], in_channels=1, embed_dim=t["embed_dim"],
@@ -185,31 +241,72 @@ def table_golden(key, t, used_by):
                 exact=exact, max_diffusers_error=err)
 
 
-def markdown(path):
-    """The matrix as a table, one row a class, from the JSON this script wrote."""
-    d = json.load(open(path))
+def projection_text(ps):
+    """The projections of a class, a per-block module once with its count."""
+    seen = {}
+    for p in ps:
+        path = __import__("re").sub(r"\.\d+\.", ".{i}.", p["path"])
+        extra = [("cos-first" if p["flip_sin_to_cos"] else "sin-first")]
+        if p["downscale_freq_shift"]:
+            extra.append(f"shift {p['downscale_freq_shift']:g}")
+        if p["scale"] != 1:
+            extra.append(f"scale {p['scale']:g}")
+        if p["max_period"] != 10000:
+            extra.append(f"period {p['max_period']:g}")
+        if p["time_factor"] != 1:
+            extra.append(f"input x{p['time_factor']:g}")
+        text = f"`{path}` {p['module']}({p['dim']}, {', '.join(extra)})"
+        seen[text] = seen.get(text, 0) + 1
+    return ", ".join(t if n == 1 else f"{t} x{n}" for t, n in seen.items())
+
+
+def markdown(path, steps_path):
+    """The matrix as a table, one row a class, from the JSON this script wrote and the one
+    `timestep_configs.py` wrote."""
+    d, st = json.load(open(path)), json.load(open(steps_path))
+    classes = d["classes"]
+    built = [n for n, c in classes.items() if "error" not in c]
+    with_steps = [n for n in built
+                  if st["classes"].get(n, {}).get("variants", [{}])[0].get("projections")]
+    with_tables = [n for n in built if classes[n]["tables"]]
     print(f"# diffusers {d['diffusers']} transformers: their sinusoids\n")
-    print(f"Generated by `tests/data/diffusers/transformers_matrix.py` from diffusers' own "
-          "modules (each class on its default config, on the meta device); checked by "
-          "`tests/diffusers_matrix.rs`.\n")
-    print("Sinusoids a model computes by calling a function in its code rather than through a "
-          "module are not in the table; the transformer files that call one (a source search):\n")
+    print("Generated by `tests/data/diffusers/transformers_matrix.py` (the tables, from diffusers' "
+          "own modules: each class on its default config, or the keys that make it build, on "
+          "the meta device) and `tests/data/diffusers/timestep_configs.py` (the projections of "
+          "a scalar, from the same builds and from each config with each key changed); checked "
+          "by `tests/diffusers_matrix.rs` and `tests/diffusers_timesteps.rs`.\n")
+    print(f"- {len(classes)} builds of the classes whose name says transformer or DiT "
+          f"(`Transformer2DModel` twice, as DiT's and PixArt's published configs name it); "
+          f"{len(built)} build.")
+    print(f"- {len(with_steps)} of the builds hold a sinusoidal projection of the timestep (or guidance, or a "
+          "size): every one is read from `config.json` by `TimestepProjection::"
+          "from_diffusers_config` into the modules diffusers builds, and computed by the crate "
+          "within 1.5e-7 of the real number.")
+    print(f"- {len(with_tables)} of the builds add a sin-cos table to their tokens: every one is read by "
+          "`SincosGrid::from_diffusers_config` into the table the module holds.")
+    print("- Projections of a scalar that are not sinusoids of this form: MiniMax Music 3 "
+          "(learned Fourier weights), Stable Audio and Stable Audio 3 (random or increasing "
+          "Fourier features); RFD4-Proteina computes one inline in a function (listed, not "
+          "read). Chroma's `mod_proj` buffer (a table of modulation indices) is not a position "
+          "or timestep embedding.\n")
+    print("Transformer files that call the sinusoid functions directly (a source search); "
+          "each is covered above except where said:\n")
     for f, calls in d["direct_calls"].items():
         print(f"- `{f}`: " + ", ".join(f"`{c}`" for c in calls))
-    print()
-    print("| class | timestep projections `Timesteps(dim, flip, shift, scale)` | sin-cos tables | "
+    print("\n(`t5_film_transformer.py` is the `T5FilmDecoder` of spectrogram diffusion, not a "
+          "transformer class by name: not read. Chroma's call builds `mod_proj`.)\n")
+    print("| class | projections of a scalar (read from `config.json`) | sin-cos tables | "
           "rotary / position modules |")
     print("|---|---|---|---|")
-    for name, c in sorted(d["classes"].items()):
+    for name, c in sorted(classes.items()):
         if "error" in c:
-            print(f"| `{name}` | not built on its default config: {c['error'][:100]} | | |")
+            print(f"| `{name}` | not built: {c['error'][:100]} | | |")
             continue
-        steps = ", ".join(f"`{s['path']}` ({s['dim']}, {s['flip_sin_to_cos']}, "
-                          f"{s['downscale_freq_shift']:g}, {s['scale']:g})" for s in c["timesteps"])
+        ps = st["classes"].get(name, {}).get("variants", [{}])[0].get("projections", [])
         tables = ", ".join([f"`{t['path']}`" for t in c["tables"]]
-                           + [f"`{t['path']}` (`{t['module']}`, not read yet)" for t in c["other_tables"]])
+                           + [f"`{t['path']}` (`{t['module']}`, not read)" for t in c["other_tables"]])
         rope = ", ".join(f"`{r}`" for r in c["rope"])
-        print(f"| `{name}` | {steps or '—'} | {tables or '—'} | {rope or '—'} |")
+        print(f"| `{name}` | {projection_text(ps) or '—'} | {tables or '—'} | {rope or '—'} |")
 
 
 def direct_calls():
@@ -230,37 +327,48 @@ def direct_calls():
     return found
 
 
+def labelled(name):
+    """`(label, keyword arguments)` of each build of a class: its defaults, or the keys of
+    `PUBLISHED` (`Transformer2DModel#0` and `#1` for the two legacy configs)."""
+    builds = PUBLISHED.get(name, [{}])
+    if len(builds) == 1:
+        return [(name, builds[0])]
+    return [(f"{name}#{i}", kw) for i, kw in enumerate(builds)]
+
+
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--markdown":
-        return markdown(sys.argv[2])
+    if len(sys.argv) == 4 and sys.argv[1] == "--markdown":
+        return markdown(sys.argv[2], sys.argv[3])
     names = sorted(n for n in dir(diffusers)
                    if inspect.isclass(getattr(diffusers, n, None))
                    and issubclass(getattr(diffusers, n), ModelMixin)
                    and ("Transformer" in n or "DiT" in n))
     classes, step_users, table_users, table_params = {}, {}, {}, {}
-    for name in names:
+    builds = [(name, label, kwargs) for name in names
+              for label, kwargs in labelled(name)]
+    for name, label, kwargs in builds:
         try:
-            steps, tables, others, rope = scan(getattr(diffusers, name))
-        except Exception as e:  # the default config does not build
-            classes[name] = dict(error=f"{type(e).__name__}: {str(e)[:160]}")
+            steps, tables, others, rope = scan(getattr(diffusers, name), kwargs)
+        except Exception as e:  # the config does not build
+            classes[label] = dict(error=f"{type(e).__name__}: {str(e)[:160]}")
             continue
         for s in steps:
             key = (s["dim"], s["flip_sin_to_cos"], s["downscale_freq_shift"], s["scale"])
-            step_users.setdefault(key, []).append(f"{name}.{s['path']}")
+            step_users.setdefault(key, []).append(f"{label}.{s['path']}")
         refs = []
         for t in tables:
             params = {k: v for k, v in t.items() if k != "path"}
             key = json.dumps(params, sort_keys=True)
             table_params[key] = t
-            table_users.setdefault(key, []).append(f"{name}.{t['path']}")
+            table_users.setdefault(key, []).append(f"{label}.{t['path']}")
             refs.append(dict(key=key, path=t["path"]))
-        classes[name] = dict(timesteps=steps, tables=refs, other_tables=others, rope=rope)
-        if tables:
+        classes[label] = dict(timesteps=steps, tables=refs, other_tables=others, rope=rope)
+        if tables or kwargs:
             # The config.json save_pretrained would write, for the config readers' test.
             with torch.device("meta"):
-                config = dict(getattr(diffusers, name)().config)
+                config = dict(getattr(diffusers, name)(**kwargs).config)
             config["_class_name"] = name
-            classes[name]["config"] = json.loads(json.dumps(config, default=str))
+            classes[label]["config"] = json.loads(json.dumps(config, default=str))
     out = dict(generator="tests/data/diffusers/transformers_matrix.py",
                direct_calls=direct_calls(),
                diffusers=diffusers.__version__, torch=torch.__version__, mpmath=mpmath.__version__,
