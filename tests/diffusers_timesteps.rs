@@ -297,3 +297,58 @@ fn projection_configs_that_cannot_be_read_are_typed_errors() {
         "{e}"
     );
 }
+
+/// Every key of every class's config set to values of the wrong kind or range: each reader
+/// returns a reading whose specs are valid or a typed error, never a panic.
+#[cfg(feature = "hf-config")]
+#[test]
+fn every_key_set_to_bad_values_reads_or_is_refused() {
+    use serde_json::json;
+    use wgpu_posenc::{SincosGrid, TimestepProjection};
+    let data = test_data("diffusers/timestep_configs.json");
+    let bad = [
+        json!(null),
+        json!(-1),
+        json!(0),
+        json!(1),
+        json!(2.5),
+        json!(1e308),
+        json!(u64::MAX),
+        json!("x"),
+        json!(true),
+        json!([1, 2]),
+        json!({}),
+    ];
+    let (mut read, mut refused) = (0, 0);
+    for (label, class) in classes(&data) {
+        let base = class["config"].as_object().expect("config");
+        for key in base.keys().filter(|k| *k != "_class_name") {
+            for v in &bad {
+                let mut config = base.clone();
+                config.insert(key.clone(), v.clone());
+                let config = Value::Object(config);
+                match TimestepProjection::from_diffusers_config(&config) {
+                    Ok(ps) => {
+                        for p in ps {
+                            p.spec
+                                .validate()
+                                .unwrap_or_else(|e| panic!("{label}.{key}: {e}"));
+                        }
+                        read += 1;
+                    }
+                    Err(_) => refused += 1,
+                }
+                for latent in [None, Some(&[64u64, 48][..]), Some(&[4, 30, 44][..])] {
+                    match SincosGrid::from_diffusers_config(&config, latent) {
+                        Ok(Some(grid)) => grid
+                            .validate()
+                            .unwrap_or_else(|e| panic!("{label}.{key}: {e}")),
+                        Ok(None) | Err(_) => {}
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{read} configs read, {refused} refused with a typed error");
+    assert!(read > 0 && refused > 0);
+}

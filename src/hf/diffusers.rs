@@ -248,16 +248,31 @@ impl SincosGrid {
     /// them (by `norm_type`).
     pub fn from_diffusers_config(config: &Value, latent: Option<&[u64]>) -> Result<Option<Self>> {
         let (keys, class) = read_class(config)?;
+        let grid = Self::read_diffusers(&keys, class, latent)?;
+        // A width the table's blocks cannot cover (diffusers raises too) is an error here,
+        // not a grid that fails later.
+        if let Some(grid) = &grid {
+            grid.validate()?;
+        }
+        Ok(grid)
+    }
+
+    /// The table of a class (read by [`SincosGrid::from_diffusers_config`]).
+    fn read_diffusers(
+        keys: &Keys<'_>,
+        class: &str,
+        latent: Option<&[u64]>,
+    ) -> Result<Option<Self>> {
         match class {
             "DiTTransformer2DModel"
             | "PixArtTransformer2DModel"
             | "SD3Transformer2DModel"
-            | "LatteTransformer3DModel" => patch_table(&keys, class, latent).map(Some),
+            | "LatteTransformer3DModel" => patch_table(keys, class, latent).map(Some),
             "CogView3PlusTransformer2DModel" | "OmniGenTransformer2DModel" => {
-                max_size_table(&keys, class, latent).map(Some)
+                max_size_table(keys, class, latent).map(Some)
             }
             "CogVideoXTransformer3DModel" | "ConsisIDTransformer3DModel" => {
-                video_table(&keys, class, latent)
+                video_table(keys, class, latent)
             }
             c if DIFFUSERS_WITHOUT_TABLE.contains(&c) => Ok(None),
             _ => Err(keys.unknown_class()),
