@@ -180,12 +180,13 @@ async fn run(seq: u64) -> Result<(), Failure> {
         buffer: &buffer,
         bytes,
     };
-    let (rope, identity) = beside
+    let timed = beside
         .time(|e| {
             ctx.encode_rope(e, &spec, &view, Positions::Start(0))
                 .map(drop)
         })
         .await?;
+    let (rope, identity) = (timed.kernel, timed.identity);
     let rate = |seconds: f64| 2.0 * bytes as f64 / seconds / 1e9;
     say(&format!(
         "rope in place {shape:?} f32 ({:.0} MiB, {} dispatch(es)): {:.2} ms, {:.2} GB/s read+write, max |error| {rope_err:.2e}",
@@ -195,10 +196,10 @@ async fn run(seq: u64) -> Result<(), Failure> {
         rate(rope),
     ));
     say(&format!(
-        "identity shader over the same buffer: {:.2} ms, {:.2} GB/s; rope / identity = {:.2} (medians of 3, {} timer)",
+        "identity shader over the same buffer: {:.2} ms, {:.2} GB/s; rope / identity = {} ({} timer)",
         identity * 1e3,
         rate(identity),
-        identity / rope,
+        timed.ratio(),
         timer.kind(),
     ));
 
@@ -215,7 +216,8 @@ async fn run(seq: u64) -> Result<(), Failure> {
     let k_cache: Vec<f32> =
         bytemuck::cast_slice(&ctx.read_buffer_async(&qkv.kv[0]).await?).to_vec();
     let qkv_err = qkv.error(&q, &got, &k_cache, &spec);
-    let (fused, identity) = beside.time(|e| qkv.encode(&ctx, e, &spec)).await?;
+    let timed = beside.time(|e| qkv.encode(&ctx, e, &spec)).await?;
+    let (fused, identity) = (timed.kernel, timed.identity);
     let device = ctx.device();
     let sum = if device.features().contains(wgpu::Features::SUBGROUP)
         && device.adapter_info().subgroup_min_size >= 8
@@ -230,9 +232,9 @@ async fn run(seq: u64) -> Result<(), Failure> {
         rate(fused),
     ));
     say(&format!(
-        "identity shader over the same buffer: {:.2} ms; fused QKV with QK-norm / identity = {:.2}",
+        "identity shader over the same buffer: {:.2} ms; fused QKV with QK-norm / identity = {}",
         identity * 1e3,
-        identity / fused,
+        timed.ratio(),
     ));
     Ok(())
 }
@@ -386,23 +388,61 @@ struct Beside<'a> {
     bytes: u64,
 }
 
+/// Pairs of runs (the kernel, then the identity shader) timed in turn: enough that the
+/// ratio holds still from one run of the demo to the next.
+const PAIRS: usize = 31;
+
+/// A kernel's time beside the identity shader's over the same bytes.
+struct Timed {
+    /// Median of the kernel's times, seconds.
+    kernel: f64,
+    /// Median of the identity shader's times, seconds.
+    identity: f64,
+    /// `identity / kernel` of each pair, sorted.
+    ratios: Vec<f64>,
+}
+
+impl Timed {
+    /// The median ratio, and its quartiles: `0.91 (quartiles 0.89–0.93)`.
+    fn ratio(&self) -> String {
+        let r = &self.ratios;
+        let (q1, q2, q3) = (r[r.len() / 4], r[r.len() / 2], r[3 * r.len() / 4]);
+        format!(
+            "{q2:.2} (quartiles {q1:.2}\u{2013}{q3:.2} of {} pairs taken in turn)",
+            r.len()
+        )
+    }
+}
+
 impl Beside<'_> {
-    /// Medians of three runs of `kernel` and of the identity shader, taken in turn.
+    /// [`PAIRS`] runs of `kernel` and of the identity shader, taken in turn after one of each
+    /// to warm up; the ratio of each pair, so that a drift of the machine's speed between
+    /// pairs (other load, clocks) cancels.
     async fn time(
         &self,
         kernel: impl Fn(&mut wgpu::CommandEncoder) -> wgpu_posenc::Result<()>,
-    ) -> wgpu_posenc::Result<(f64, f64)> {
-        let (mut kernel_times, mut identity_times) = (Vec::new(), Vec::new());
-        for _ in 0..3 {
-            kernel_times.push(self.timer.time_async(self.ctx, &kernel).await?);
-            let identity = |e: &mut wgpu::CommandEncoder| {
-                self.roofline
-                    .encode_identity(e, self.buffer, 0, self.bytes)
-                    .map(drop)
-            };
-            identity_times.push(self.timer.time_async(self.ctx, identity).await?);
+    ) -> wgpu_posenc::Result<Timed> {
+        let identity = |e: &mut wgpu::CommandEncoder| {
+            self.roofline
+                .encode_identity(e, self.buffer, 0, self.bytes)
+                .map(drop)
+        };
+        self.timer.time_async(self.ctx, &kernel).await?;
+        self.timer.time_async(self.ctx, identity).await?;
+        let (mut kernel_times, mut identity_times, mut ratios) = (vec![], vec![], vec![]);
+        for _ in 0..PAIRS {
+            let k = self.timer.time_async(self.ctx, &kernel).await?;
+            let i = self.timer.time_async(self.ctx, identity).await?;
+            kernel_times.push(k);
+            identity_times.push(i);
+            ratios.push(i / k);
         }
-        Ok((median(kernel_times), median(identity_times)))
+        ratios.sort_by(f64::total_cmp);
+        Ok(Timed {
+            kernel: median(kernel_times),
+            identity: median(identity_times),
+            ratios,
+        })
     }
 }
 
