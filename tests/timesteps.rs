@@ -349,3 +349,32 @@ fn non_finite_and_out_of_range_positions_read_on_the_gpu_give_nan_rows() {
 fn wgpu_posenc_float_ok(p: f32) -> bool {
     p.is_finite() && p.abs() < 4294967296.0
 }
+
+/// Wan 2.1's original projection computes in float64 (`sinusoidal_embedding_1d`, run from
+/// its repository by `tests/data/wan/wan_timesteps.py`): ours agrees with it within the
+/// contract, both being that close to the real number.
+#[test]
+fn wan_original_float64_projection_agrees() {
+    let data = common::test_data("wan/wan_timesteps.json");
+    let t: Vec<f32> = floats(&data["timesteps"]).iter().map(|&x| x as f32).collect();
+    let dim = data["freq_dim"].as_u64().expect("freq_dim");
+    // Wan's `[cos | sin]` at `10000^(-k / half)`: diffusers' Timesteps(dim, True, 0).
+    let spec = SinusoidalSpec::timesteps(dim, true, 0.0);
+    let ours = gpu_table(&spec, &t, 5);
+    let (exact, wan) = (rows(&data["exact"]), rows(&data["wan"]));
+    let err = |other: &[f64]| {
+        ours.iter()
+            .zip(other)
+            .map(|(&a, &b)| (f64::from(a) - b).abs())
+            .fold(0.0f64, f64::max)
+    };
+    let (to_real, to_wan) = (err(&exact), err(&wan));
+    let own = data["max_wan_error"].as_f64().expect("error");
+    assert!(to_real <= CONTRACT, "{to_real:e} from the real number");
+    assert!(to_wan <= CONTRACT + own, "{to_wan:e} from Wan");
+    eprintln!(
+        "Wan 2.1 (float64) within {own:.1e} of the real number; ours within {to_real:.2e} of \
+         it and {to_wan:.2e} of Wan, at {} timesteps",
+        t.len()
+    );
+}
