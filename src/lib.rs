@@ -81,5 +81,8 @@ pub use kernels::pass::EncodeReport;
 pub use kernels::rope::{Rope, RopeCall};
 pub use positions::{HostPositions, Positions};
 pub use sinusoid::{SinusoidalLayout, SinusoidalSpec, Timescales};
-pub use spec::{Dtype, MRope, MRopeOrder, NormWeight, OutputOrder, PairLayout, QkNorm, RopeSpec};
+pub use spec::{
+    AxisFrequencies, Dtype, MRope, MRopeOrder, NormWeight, OutputOrder, PairLayout, QkNorm,
+    RopeSpec,
+};
 pub use tensor::{ArrayView, CosSinCache, Dims, Layout, TensorView};

@@ -171,6 +171,17 @@ pub fn rope_out(
 /// ones from the host builders (which are tested against published values on their own).
 /// Each frequency is an unevaluated sum `(hi, lo)`.
 pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f64)>, f64)> {
+    if let Some(m) = spec
+        .mrope
+        .filter(|m| m.frequencies == crate::AxisFrequencies::PerAxis)
+    {
+        // One list per axis, each of its own width.
+        let lists = m
+            .section
+            .iter()
+            .flat_map(|&n| inv_freq_exact(2 * n, spec.base));
+        return Ok((lists.collect(), 1.0));
+    }
     match spec.scaling {
         Scaling::Default => Ok((inv_freq_exact(r, spec.base), 1.0)),
         ref scaling => {

@@ -84,6 +84,22 @@ pub struct MRope {
     pub section: [u64; 3],
     /// Which pairs read which axis.
     pub order: MRopeOrder,
+    /// Which frequency each pair has.
+    pub frequencies: AxisFrequencies,
+}
+
+/// The frequencies of the pairs of [`MRope`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AxisFrequencies {
+    /// One list over the `r / 2` pairs, `base^(-2j/r)` (and its scaling), whatever axis a
+    /// pair reads (Qwen2-VL and the other VLMs of transformers).
+    #[default]
+    Shared,
+    /// Each axis's pairs have a list of their own width: the `k`-th pair of an axis with
+    /// `n` pairs has `base^(-2k/(2n))` (diffusers' FLUX, Wan, HunyuanVideo: one 1-D RoPE per
+    /// axis, the three concatenated). Contiguous sections only ([`MRopeOrder::Chunks`]),
+    /// without a frequency scaling.
+    PerAxis,
 }
 
 /// How the pairs of [`MRope`] are assigned to the three axes.
@@ -255,8 +271,52 @@ impl RopeSpec {
 
     /// Multimodal RoPE with `section` pairs per axis `[t, h, w]` in the order `order`.
     pub fn mrope_order(mut self, section: [u64; 3], order: MRopeOrder) -> Self {
-        self.mrope = Some(MRope { section, order });
+        self.mrope = Some(MRope {
+            section,
+            order,
+            frequencies: AxisFrequencies::Shared,
+        });
         self
+    }
+
+    /// One 1-D RoPE per axis, concatenated: `section` pairs per axis `[t, h, w]` in
+    /// contiguous blocks, each block with the frequencies of its own width
+    /// ([`AxisFrequencies::PerAxis`]), positions from [`Positions::Axes`](crate::Positions::Axes).
+    /// diffusers' `FluxPosEmbed` with `axes_dims_rope` `(16, 56, 56)` is `[8, 28, 28]` over
+    /// interleaved pairs, base 10 000; an axis of width 0 is `0` pairs.
+    pub fn axes_rope(mut self, section: [u64; 3]) -> Self {
+        self.mrope = Some(MRope {
+            section,
+            order: MRopeOrder::Chunks,
+            frequencies: AxisFrequencies::PerAxis,
+        });
+        self
+    }
+
+    /// The frequencies of the `r / 2` pairs (`base` and the scaling, or one list per axis)
+    /// at sequence length `seq_len`.
+    pub(crate) fn frequencies(&self, r: u32, seq_len: u64) -> Result<crate::Frequencies> {
+        let Some(m) = self
+            .mrope
+            .filter(|m| m.frequencies == AxisFrequencies::PerAxis)
+        else {
+            return Ok(self.scaling.frequencies(r, self.base, seq_len)?);
+        };
+        let mut out = crate::Frequencies {
+            inv_freq: Vec::new(),
+            inv_freq_lo: Vec::new(),
+            attention_factor: 1.0,
+        };
+        for n in m.section.into_iter().filter(|&n| n > 0) {
+            let width = u32::try_from(2 * n).map_err(|_| Error::InvalidMRopeSection {
+                section: m.section,
+                pairs: u64::from(r / 2),
+            })?;
+            let f = Scaling::Default.frequencies(width, self.base, seq_len)?;
+            out.inv_freq.extend(f.inv_freq);
+            out.inv_freq_lo.extend(f.inv_freq_lo);
+        }
+        Ok(out)
     }
 
     /// The M-RoPE axis of each of the `r / 2` pairs (all 0 without M-RoPE).
@@ -293,6 +353,18 @@ impl RopeSpec {
         self.scaling.check_for(r, self.base)?;
         if let Some(m) = self.mrope {
             m.check(r / 2)?;
+            if m.frequencies == AxisFrequencies::PerAxis && self.scaling != Scaling::Default {
+                return Err(Error::Unsupported(
+                    "per-axis frequencies (RopeSpec::axes_rope) take no scaling: each axis's \
+                     list is base^(-2k/width); use Scaling::Default",
+                ));
+            }
+            if m.frequencies == AxisFrequencies::PerAxis && m.order != MRopeOrder::Chunks {
+                return Err(Error::Unsupported(
+                    "per-axis frequencies (RopeSpec::axes_rope) need contiguous sections: \
+                     MRopeOrder::Chunks",
+                ));
+            }
         }
         Ok(r)
     }

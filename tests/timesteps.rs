@@ -356,7 +356,10 @@ fn wgpu_posenc_float_ok(p: f32) -> bool {
 #[test]
 fn wan_original_float64_projection_agrees() {
     let data = common::test_data("wan/wan_timesteps.json");
-    let t: Vec<f32> = floats(&data["timesteps"]).iter().map(|&x| x as f32).collect();
+    let t: Vec<f32> = floats(&data["timesteps"])
+        .iter()
+        .map(|&x| x as f32)
+        .collect();
     let dim = data["freq_dim"].as_u64().expect("freq_dim");
     // Wan's `[cos | sin]` at `10000^(-k / half)`: diffusers' Timesteps(dim, True, 0).
     let spec = SinusoidalSpec::timesteps(dim, true, 0.0);

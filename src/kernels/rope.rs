@@ -99,7 +99,7 @@ impl Angles {
             rotary_dim,
             head_dim,
         })?;
-        let f = spec.scaling.frequencies(r32, spec.base, seq_len)?;
+        let f = spec.frequencies(r32, seq_len)?;
         Ok(Angles {
             inv_freq: check_frequencies(&f.inv_freq, &f.inv_freq_lo)?,
             attention_factor: f.attention_factor as f32,

@@ -6,7 +6,9 @@
 //! that is returned compiles (naga) beside a kernel that declares the crate's internal names.
 
 use proptest::prelude::*;
-use wgpu_posenc::{MRope, MRopeOrder, PairLayout, RopeSpec, Scaling, reference, wgsl};
+use wgpu_posenc::{
+    AxisFrequencies, MRope, MRopeOrder, PairLayout, RopeSpec, Scaling, reference, wgsl,
+};
 
 use super::common::ctx;
 
@@ -74,6 +76,12 @@ pub fn words_strategy() -> impl Strategy<Value = WordsCase> {
                         section: [t, pairs / 3, pairs.saturating_sub(t + pairs / 3)],
                         order: [MRopeOrder::Chunks, MRopeOrder::Interleaved, MRopeOrder::HwThenT]
                             [usize::from(mrope - 2)],
+                        // Contiguous sections also with a frequency list per axis.
+                        frequencies: if mrope == 2 && seed % 3 == 0 {
+                            AxisFrequencies::PerAxis
+                        } else {
+                            AxisFrequencies::Shared
+                        },
                     });
                 }
                 WordsCase {

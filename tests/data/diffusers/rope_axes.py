@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""RoPE over three position axes, as diffusers' FLUX.1 and Wan 2.1 transformers rotate.
+
+Run:    python3 tests/data/diffusers/rope_axes.py > tests/data/diffusers/rope_axes.json
+Needs:  torch (CPU), diffusers.
+
+Each case takes its rotary module and positions from diffusers' own code:
+  - FLUX.1: `FluxPosEmbed(theta, axes_dims_rope)` with the transformer's default config
+    (10 000, (16, 56, 56)); the positions are the pipeline's own ids
+    (`FluxPipeline._prepare_latent_image_ids` for a 1024 x 1024 image, 64 x 64 tokens, after
+    512 text ids of zeros, text first as the transformer concatenates them);
+  - Wan 2.1: `WanRotaryPosEmbed(attention_head_dim, patch_size, rope_max_seq_len)` with the
+    transformer's default config (128, (1, 2, 2), 1024), its `forward` on a 480 x 832,
+    21-latent-frame video (21 x 30 x 52 = 32 760 tokens; the grid's (frame, row, column)
+    indices are the positions).
+The cos/sin tables the modules return are applied to random f32 Q `[1, S, 2, 128]`
+(torch.Generator seeded 0) by diffusers' `apply_rotary_emb(x, (cos, sin), use_real=True,
+use_real_unbind_dim=-1, sequence_dim=1)`: interleaved pairs, as both transformers rotate
+(Wan's processor does the same product in its own lines).
+
+Only sampled tokens are written (random.Random("rope-axes-<case>"), the first and last of each
+part included): their index, positions, Q rows and rotated rows.
+
+Output (stdout, JSON): {"generator", "diffusers", "torch", "cases": [{"name", "theta",
+"axes_dims", "heads", "head_dim", "tokens", "text_tokens", "grid", "rows", "positions",
+"q", "rotated"}]}.
+"""
+
+import json
+import random
+import sys
+
+import diffusers
+import torch
+from diffusers import FluxPipeline
+from diffusers.models.embeddings import apply_rotary_emb
+from diffusers.models.transformers.transformer_flux import FluxPosEmbed
+from diffusers.models.transformers.transformer_wan import WanRotaryPosEmbed
+
+HEADS = 2
+
+
+def default_config(cls):
+    with torch.device("meta"):
+        return dict(cls().config)
+
+
+def rotate(name, cos, sin, positions, text, grid, theta, dims):
+    s, d = cos.shape[0], cos.shape[-1]
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand((1, s, HEADS, d), generator=g, dtype=torch.float32) * 2 - 1
+    out = apply_rotary_emb(q, (cos, sin), use_real=True, use_real_unbind_dim=-1, sequence_dim=1)
+    rng = random.Random(f"rope-axes-{name}")
+    picks = {0, s - 1, text, text - 1} if text else {0, s - 1}
+    picks |= {rng.randrange(s) for _ in range(40)}
+    rows = sorted(p for p in picks if 0 <= p < s)
+    return dict(name=name, theta=theta, axes_dims=dims, heads=HEADS, head_dim=d, tokens=s,
+                text_tokens=text, grid=grid, rows=rows,
+                positions=[[int(v) for v in positions[r]] for r in rows],
+                q=[q[0, r].flatten().tolist() for r in rows],
+                rotated=[out[0, r].flatten().tolist() for r in rows])
+
+
+def flux():
+    from diffusers import FluxTransformer2DModel
+    c = default_config(FluxTransformer2DModel)
+    theta, dims = 10000, list(c["axes_dims_rope"])
+    h = w = 1024 // 16  # VAE factor 8, then 2 x 2 patches
+    image = FluxPipeline._prepare_latent_image_ids(1, h, w, "cpu", torch.float32)
+    text = torch.zeros(512, 3)
+    ids = torch.cat([text, image], dim=0)
+    cos, sin = FluxPosEmbed(theta=theta, axes_dim=dims)(ids)
+    return rotate("flux1", cos.float(), sin.float(), ids.long(), 512, [h, w], theta, dims)
+
+
+def wan():
+    from diffusers import WanTransformer3DModel
+    c = default_config(WanTransformer3DModel)
+    d = c["attention_head_dim"]
+    rope = WanRotaryPosEmbed(d, tuple(c["patch_size"]), c["rope_max_seq_len"])
+    f, h, w = 21, 480 // 8, 832 // 8
+    latent = torch.empty(1, 16, f, h, w, device="meta")
+    cos, sin = rope(latent)
+    cos, sin = cos.reshape(-1, d), sin.reshape(-1, d)
+    ph, pw = h // 2, w // 2
+    pos = torch.stack(torch.meshgrid(torch.arange(f), torch.arange(ph), torch.arange(pw),
+                                     indexing="ij"), dim=-1).reshape(-1, 3)
+    dims = [rope.t_dim, rope.h_dim, rope.w_dim]
+    return rotate("wan21", cos.float(), sin.float(), pos, 0, [f, ph, pw], 10000.0, dims)
+
+
+def main():
+    out = dict(generator="tests/data/diffusers/rope_axes.py", diffusers=diffusers.__version__,
+               torch=torch.__version__, cases=[flux(), wan()])
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
