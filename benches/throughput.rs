@@ -329,6 +329,14 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
                 .collect();
             (rows, HEAD_DIM)
         }
+        Case::Axes(_) => {
+            let layout = cases::rope_layout(cases::Tensor::Bshd, seq);
+            let rows = sample(seq)
+                .into_iter()
+                .map(|(h, s)| (h, s, reference::row_start(&layout, 0, h, s)))
+                .collect();
+            (rows, HEAD_DIM)
+        }
         Case::Qkv(_) => {
             // Q rows, rotated in place.
             let layout = cases::rope_layout(cases::Tensor::Bshd, seq);
@@ -424,6 +432,16 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
                     &one,
                     &mut expected,
                     HostPositions::Start(s as u32),
+                );
+            }
+            Case::Axes(model) => {
+                let one = Layout::bhsd([1, 1, 1, HEAD_DIM]);
+                let p = cases::axes_position(model, seq, s);
+                reference::rope(
+                    &cases::axes_spec(model),
+                    &one,
+                    &mut expected,
+                    HostPositions::Axes(&p),
                 );
             }
             Case::Rope(pair, _) => {

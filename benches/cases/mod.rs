@@ -8,6 +8,12 @@
 //! Shared by the two bench targets, `benches/throughput.rs` and `benches/criterion.rs`,
 //! so the two time the same work.
 
+mod axes;
+mod decode;
+
+#[allow(unused_imports, reason = "the criterion bench does not check results")]
+pub use axes::{AxesModel, axes_position, axes_spec};
+pub use decode::Decode;
 use wgpu_posenc::Dims;
 use wgpu_posenc::roofline::Roofline;
 use wgpu_posenc::{
@@ -62,6 +68,8 @@ pub enum Case {
     GridAdd,
     /// Packed QKV to Q rotated in place, K rotated and V copied into BSHD caches.
     Qkv(QkvPath),
+    /// RoPE over three position axes, Q and K in one dispatch ([`axes`]).
+    Axes(AxesModel),
 }
 
 /// How the QKV case does its work.
@@ -101,6 +109,8 @@ impl Case {
         all.push(Case::Add);
         all.push(Case::Timesteps);
         all.push(Case::GridAdd);
+        all.push(Case::Axes(AxesModel::Flux));
+        all.push(Case::Axes(AxesModel::Wan));
         for path in [
             QkvPath::Fused,
             QkvPath::FusedNorm,
@@ -126,6 +136,8 @@ impl Case {
             Case::Add => "sinusoidal-add",
             Case::Timesteps => "timesteps",
             Case::GridAdd => "grid-2d-add",
+            Case::Axes(AxesModel::Flux) => "rope-axes-flux-qk",
+            Case::Axes(AxesModel::Wan) => "rope-axes-wan-qk",
             Case::Qkv(QkvPath::Fused) => "qkv-fused",
             Case::Qkv(QkvPath::FusedNorm) => "qkv-fused-norm",
             Case::Qkv(QkvPath::FusedNormInPlace) => "qkv-fused-norm-inplace",
@@ -141,7 +153,7 @@ impl Case {
         match self {
             Case::Identity | Case::Copy => "flat",
             Case::Rope(_, Tensor::Bhsd) => "bhsd",
-            Case::Rope(_, Tensor::Bshd) | Case::Qkv(_) => "bshd",
+            Case::Rope(_, Tensor::Bshd) | Case::Qkv(_) | Case::Axes(_) => "bshd",
             Case::Table | Case::Timesteps => "rows",
             Case::Add | Case::GridAdd => "bsd",
         }
@@ -223,6 +235,24 @@ impl Case {
                 )
                 .map(drop),
             Case::Qkv(path) => record_qkv(ctx, encoder, buffers, path),
+            Case::Axes(model) => {
+                let layout = rope_layout(Tensor::Bshd, seq);
+                let half = |first: u64| {
+                    let mut l = layout;
+                    l.offset = first * HEAD_DIM;
+                    l.shape[1] = HEADS / 2;
+                    TensorView::new(x, l)
+                };
+                let ids = &buffers.axes[model as usize];
+                ctx.encode_rope_qk(
+                    encoder,
+                    &axes_spec(model),
+                    &half(0),
+                    &half(HEADS / 2),
+                    Positions::Axes(ArrayView::new(ids)),
+                )
+                .map(drop)
+            }
         }
     }
 }
@@ -500,6 +530,8 @@ pub struct Buffers {
     pub timesteps: wgpu::Buffer,
     /// The grid case's grid.
     pub grid: SincosGrid,
+    /// The axes cases' positions `[3, S]`, FLUX's then Wan's.
+    pub axes: [wgpu::Buffer; 2],
 }
 
 impl Buffers {
@@ -533,6 +565,16 @@ impl Buffers {
                 },
             ),
             grid: grid(seq),
+            axes: [AxesModel::Flux, AxesModel::Wan].map(|model| {
+                wgpu::util::DeviceExt::create_buffer_init(
+                    device,
+                    &wgpu::util::BufferInitDescriptor {
+                        label: Some("throughput axes"),
+                        contents: bytemuck::cast_slice(&axes::axes_positions(model, seq)),
+                        usage: wgpu::BufferUsages::STORAGE,
+                    },
+                )
+            }),
             barrier: ctx.clone().with_subgroups(false),
             rms_norm: RmsNormPass::new(ctx, &x, seq),
             x,
@@ -554,66 +596,6 @@ impl Buffers {
                 })
             }),
         }
-    }
-}
-
-/// The decode step: Q `[1, 32, 1, 128]` and K `[1, 8, 1, 128]` at one position, rotated in
-/// one submit by two `encode_rope` calls, or by one `encode_rope_qk`.
-pub struct Decode {
-    /// Q.
-    pub q: wgpu::Buffer,
-    /// K.
-    pub k: wgpu::Buffer,
-}
-
-impl Decode {
-    /// Allocates Q and K.
-    pub fn new(ctx: &PosEnc) -> Self {
-        let buffer = |heads: u64| {
-            ctx.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some("throughput decode"),
-                size: heads * HEAD_DIM * 4,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        };
-        Self {
-            q: buffer(HEADS),
-            k: buffer(KV_HEADS),
-        }
-    }
-
-    /// Bytes read plus written by one step.
-    pub fn moved() -> u64 {
-        2 * (HEADS + KV_HEADS) * HEAD_DIM * 4
-    }
-
-    /// Records RoPE over Q and K at [`DECODE_POSITION`].
-    pub fn record(&self, ctx: &PosEnc, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        let spec = RopeSpec::new();
-        for (buffer, heads) in [(&self.q, HEADS), (&self.k, KV_HEADS)] {
-            let layout = Layout::bhsd([1, heads, 1, HEAD_DIM]);
-            ctx.encode_rope(
-                encoder,
-                &spec,
-                &TensorView::new(buffer, layout),
-                Positions::Start(DECODE_POSITION),
-            )?;
-        }
-        Ok(())
-    }
-
-    /// Records RoPE over Q and K at [`DECODE_POSITION`] in one dispatch
-    /// ([`PosEnc::encode_rope_qk`]: one angle per (token, pair) for all 40 heads).
-    pub fn record_qk(&self, ctx: &PosEnc, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        ctx.encode_rope_qk(
-            encoder,
-            &RopeSpec::new(),
-            &TensorView::new(&self.q, Layout::bhsd([1, HEADS, 1, HEAD_DIM])),
-            &TensorView::new(&self.k, Layout::bhsd([1, KV_HEADS, 1, HEAD_DIM])),
-            Positions::Start(DECODE_POSITION),
-        )
-        .map(drop)
     }
 }
 
