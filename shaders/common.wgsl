@@ -98,7 +98,8 @@ struct Params {
 
 // 0: contiguous from pos_start; 1: one start per batch row; 2: ids [batch, seq];
 // 3: varlen cu_seqlens; 4: M-RoPE axes [3, batch, seq]; 5: f32 positions [batch, seq] (their
-// bits, read as ids are; `float_sincos` turns them into angles).
+// bits, read as ids are; `float_sincos` turns them into angles); 6: f32 positions on three
+// axes [3, batch, seq] (RoPE).
 override POS_MODE: u32 = 0u;
 // Varlen: per-sequence offsets in `aux`.
 override HAS_OFFSETS: bool = false;
@@ -173,7 +174,7 @@ fn lane_positions(w: Work, axis: UV) -> UV {
         case 3u: {
             return UV(varlen_position(params.tok0 + w.s));
         }
-        case 4u: {
+        case 4u, 6u: {
             let i = params.ids_base + w.b * params.ids_stride_b + w.s;
             let p1 = UV(ids[i + params.axis_stride]);
             let p2 = UV(ids[i + 2u * params.axis_stride]);
@@ -188,6 +189,10 @@ fn lane_positions(w: Work, axis: UV) -> UV {
 
 // Sine and cosine of the G angles of pair group g at lane positions p.
 fn angles_at(p: UV, g: u32) -> SinCos {
+    if POS_MODE == 5u || POS_MODE == 6u {
+        // f32 positions (RoPE: below one revolution a position, no whole revolutions).
+        return float_sincos(p, freq[3u * g], freq[3u * g + 1u], UV(0u));
+    }
     if FROM_CACHE {
         // Positions past the cache are clamped to its last row and flagged: never a read
         // outside the cache.

@@ -47,7 +47,13 @@ pub enum Positions<A> {
     /// fractional coordinates, negative positions. The sinusoidal encoding takes them; the
     /// angle is exact for the given f32 value (`|p| < 2^32`). On the host a NaN, an infinity
     /// or `|p| >= 2^32` is an error; read on the GPU, such a position gives NaN rows.
+    /// RoPE takes them too (1-D, without M-RoPE).
     Float(A),
+    /// f32 positions on three axes, `[3, batch, seq]` as [`Positions::Axes`], each value's
+    /// bits: RoPE over position axes ([`RopeSpec::axes_rope`](crate::RopeSpec::axes_rope),
+    /// [`RopeSpec::mrope`](crate::RopeSpec::mrope)) at negative (centered grids) or
+    /// fractional coordinates, exact like [`Positions::Float`] and refused or NaN alike.
+    FloatAxes(A),
 }
 
 /// [`Positions`] in host slices, for the `*_host` methods and the reference.
@@ -78,6 +84,7 @@ impl<A> Positions<A> {
             },
             Positions::Axes(v) => Positions::Axes(v),
             Positions::Float(v) => Positions::Float(v),
+            Positions::FloatAxes(v) => Positions::FloatAxes(v),
         }
     }
 
@@ -167,6 +174,9 @@ impl<A> Positions<A> {
                 Positions::Axes(f(v, need("M-RoPE position ids", tokens.saturating_mul(3)))?)
             }
             Positions::Float(v) => Positions::Float(f(v, need("f32 positions", tokens))?),
+            Positions::FloatAxes(v) => {
+                Positions::FloatAxes(f(v, need("f32 position axes", tokens.saturating_mul(3)))?)
+            }
         })
     }
 }
@@ -180,7 +190,7 @@ impl<'a> Positions<&'a [u32]> {
     /// Checks that f32 positions are finite with `|p| < 2^32` (the range whose angles are
     /// exact); any other positions pass.
     pub fn check_values(&self) -> Result<()> {
-        if let Positions::Float(bits) = self
+        if let Positions::Float(bits) | Positions::FloatAxes(bits) = self
             && let Some(&b) = bits
                 .iter()
                 .find(|&&b| !float_position_ok(f32::from_bits(b)))
@@ -198,10 +208,15 @@ impl<'a> Positions<&'a [u32]> {
     /// token (on `axis` for M-RoPE): [`HostPositions::position`], or the f32 value of
     /// [`Positions::Float`]. `None` where that is `None`.
     pub fn value(&self, batch: u64, seq: u64, b: u64, s: u64, axis: u64) -> Option<f64> {
+        let token = b.checked_mul(seq)?.checked_add(s)?;
         match *self {
             Positions::Float(bits) => {
-                let token = b.checked_mul(seq)?.checked_add(s)?;
                 let bits = *bits.get(usize::try_from(token).ok()?)?;
+                Some(f64::from(f32::from_bits(bits)))
+            }
+            Positions::FloatAxes(bits) => {
+                let plane = axis.checked_mul(batch)?.checked_mul(seq)?;
+                let bits = *bits.get(usize::try_from(token.checked_add(plane)?).ok()?)?;
                 Some(f64::from(f32::from_bits(bits)))
             }
             _ => self.position(batch, seq, b, s, axis).map(f64::from),
@@ -279,7 +294,7 @@ impl<'a> Positions<&'a [u32]> {
                 at(ids, token.and_then(|t| t.checked_add(plane)))
             }
             // Not integers: see `HostPositions::value`.
-            Positions::Float(_) => None,
+            Positions::Float(_) | Positions::FloatAxes(_) => None,
         }
     }
 }

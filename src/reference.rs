@@ -131,10 +131,21 @@ pub fn rope_out(
                 let from = row_start(src_layout, b, h, s) as usize;
                 let to = row_start(dst_layout, b, h, s) as usize;
                 for (j, &(f, f_lo)) in freqs.iter().enumerate() {
-                    let p = positions
-                        .position(nb, ns, b, s, u64::from(axes[j]))
+                    let axis = u64::from(axes[j]);
+                    let value = positions
+                        .value(nb, ns, b, s, axis)
                         .expect("host positions hold every position of the view");
+                    let p = positions.position(nb, ns, b, s, axis).unwrap_or(0);
                     let (sin, cos) = match cache {
+                        // f32 positions: the angle of the f32 value itself.
+                        None if matches!(
+                            positions,
+                            crate::Positions::Float(_) | crate::Positions::FloatAxes(_)
+                        ) =>
+                        {
+                            let (sin, cos) = sincos_at(value, f, f_lo);
+                            (sin * factor, cos * factor)
+                        }
                         None => {
                             let (sin, cos) = sincos_exact(p, f, f_lo);
                             (sin * factor, cos * factor)

@@ -176,3 +176,131 @@ fn per_axis_frequencies_refuse_scalings_and_other_orders() {
     let e = ctx().rope(&short, 128).map(drop).expect_err("sections");
     assert!(matches!(e, Error::InvalidMRopeSection { .. }), "{e}");
 }
+
+/// f32 positions (negative, fractional, up to 2^31), 1-D and on three axes, both pair
+/// layouts, in a poisoned buffer with guards, against the f64 reference at the same f32
+/// values.
+#[test]
+fn f32_positions_match_the_reference() {
+    let mut rng = Rng::new(2028);
+    let (b, s, h, d) = (2u64, 37u64, 3u64, 64u64);
+    let n = (b * s) as usize;
+    let unit = |rng: &mut Rng| rng.next_u64() as f64 / u64::MAX as f64;
+    let mut draw = |count: usize| -> Vec<f32> {
+        (0..count)
+            .map(|i| match i % 4 {
+                0 => (unit(&mut rng) * 200.0 - 100.0).round() as f32,
+                1 => (unit(&mut rng) * 2.0 - 1.0) as f32,
+                2 => ((unit(&mut rng) * 2.0 - 1.0) * 2f64.powi(31)) as f32,
+                _ => ((unit(&mut rng) - 0.5) * 1e4) as f32,
+            })
+            .collect()
+    };
+    let (flat, axes) = (draw(n), draw(3 * n));
+    for pair in [PairLayout::HalfSplit, PairLayout::Interleaved] {
+        for (spec, values) in [
+            (RopeSpec::new().pair_layout(pair), &flat),
+            (
+                RopeSpec::new().pair_layout(pair).axes_rope([4, 14, 14]),
+                &axes,
+            ),
+            (
+                RopeSpec::new().pair_layout(pair).mrope([8, 12, 12], false),
+                &axes,
+            ),
+        ] {
+            let bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+            let layout = Layout::bhsd([b, h, s, d]).with_offset(5);
+            let len = (b * h * s * d) as usize;
+            let x = Rng::new(7).values(len);
+            let input: Vec<f32> = (0..5)
+                .map(poison)
+                .chain(x.iter().copied())
+                .chain((0..5).map(|i| poison(5 + len + i)))
+                .collect();
+            let ids = u32_buffer(&bits);
+            let axes_spec = spec.mrope.is_some();
+            let out = run_on_buffer(&input, |encoder, buffer| {
+                let view = ArrayView::new(&ids);
+                let positions = if axes_spec {
+                    Positions::FloatAxes(view)
+                } else {
+                    Positions::Float(view)
+                };
+                ctx()
+                    .encode_rope(encoder, &spec, &TensorView::new(buffer, layout), positions)
+                    .expect("encode");
+            });
+            for i in (0..5).chain(5 + len..10 + len) {
+                assert_eq!(out[i].to_bits(), poison(i).to_bits(), "guard {i}");
+            }
+            let mut want: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+            let host = if axes_spec {
+                Positions::FloatAxes(&bits[..])
+            } else {
+                Positions::Float(&bits[..])
+            };
+            reference::rope(&spec, &Layout::bhsd([b, h, s, d]), &mut want, host);
+            let err = out[5..5 + len]
+                .iter()
+                .zip(&want)
+                .map(|(&a, &e)| (f64::from(a) - e).abs())
+                .fold(0.0, f64::max);
+            assert!(err <= 2.5e-7, "{spec:?}: {err:e}");
+        }
+    }
+}
+
+/// f32 positions are refused where they cannot be taken: the fused QKV call, a cos/sin
+/// cache, frequencies of a revolution or more a position, axes without an axes spec, and
+/// NaN, infinite or huge values on the host.
+#[test]
+fn f32_positions_are_refused_where_they_cannot_be_taken() {
+    use wgpu_posenc::{Error, HostPositions, LongRope, Scaling};
+    let ids = u32_buffer(&[0.5f32.to_bits(); 64]);
+    let x = common::f32_buffer(&[0.25; 256]);
+    let layout = Layout::bhsd([1, 1, 4, 64]);
+    let view = TensorView::new(&x, layout);
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    // LongRoPE factors below 1 raise the first frequency to 10 rad a position.
+    let mut fast = RopeSpec::new().scaling(Scaling::LongRope(LongRope {
+        short_factor: vec![0.1; 32],
+        long_factor: vec![1.0; 32],
+        original_max_position_embeddings: 4096,
+        max_position_embeddings: 8192,
+        attention_factor: None,
+    }));
+    fast.scaling_seq_len = Some(16);
+    let e = ctx()
+        .encode_rope(
+            &mut encoder,
+            &fast,
+            &view,
+            Positions::Float(ArrayView::new(&ids)),
+        )
+        .expect_err("fast");
+    let what = "frequency with f32 positions";
+    assert!(matches!(e, Error::InvalidParameter { what: w, .. } if w == what), "{e}");
+    let e = ctx()
+        .encode_rope(
+            &mut encoder,
+            &RopeSpec::new(),
+            &view,
+            Positions::FloatAxes(ArrayView::new(&ids)),
+        )
+        .expect_err("axes without an axes spec");
+    assert!(matches!(e, Error::PositionsMismatch(_)), "{e}");
+    let mut data = vec![0.5f32; 256];
+    for bad in [f32::NAN, f32::INFINITY, 5e9] {
+        let p = [0.0, 1.0, bad, 2.0];
+        let e = ctx()
+            .rope_host(
+                &RopeSpec::new(),
+                layout,
+                &mut data,
+                HostPositions::float(&p),
+            )
+            .expect_err("bad value");
+        assert!(matches!(e, Error::InvalidParameter { .. }), "{bad}: {e}");
+    }
+}

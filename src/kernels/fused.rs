@@ -179,9 +179,10 @@ impl Block<'_> {
                 (None, None)
             }
             Positions::BatchStarts(w) => (Some((w, b0, nb)), None),
-            // Float positions are refused by `resolve_positions`; they read as ids would.
+            // Float positions are refused for the fused call (`Reads::Fused`); they read as
+            // ids would.
             Positions::Ids(w) | Positions::Float(w) => (Some((w, token, rows)), None),
-            Positions::Axes(w) => (
+            Positions::Axes(w) | Positions::FloatAxes(w) => (
                 Some((w, token, rows + 2 * u64::from(params.axis_stride))),
                 None,
             ),
@@ -293,7 +294,7 @@ impl Rope {
     /// frequency (and norm factor) buffer, the caches and the flag.
     fn block<'c>(&self, call: &QkvCall<'c>, views: &Views<'c>) -> Result<Block<'c>> {
         let [batch, _, seq, _] = call.qkv.layout.shape;
-        let reads = Reads::Rope {
+        let reads = Reads::Fused {
             mrope: self.spec.mrope.is_some(),
         };
         let (positions, seq_len) = resolve_positions(call.positions, &views.q, reads)?;

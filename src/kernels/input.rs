@@ -25,7 +25,7 @@ impl<A> Positions<A> {
             Positions::BatchStarts(_) => IdsSpan::PerBatch,
             Positions::Ids(_) | Positions::Float(_) => IdsSpan::PerToken { seq },
             Positions::Varlen { num_seqs, .. } => IdsSpan::Whole(u64::from(*num_seqs) + 1),
-            Positions::Axes(_) => IdsSpan::Axes {
+            Positions::Axes(_) | Positions::FloatAxes(_) => IdsSpan::Axes {
                 seq,
                 axis_stride: batch * seq,
             },
@@ -43,6 +43,7 @@ impl<A> Positions<A> {
             },
             Positions::Axes(_) => PositionMode::Axes,
             Positions::Float(_) => PositionMode::Float,
+            Positions::FloatAxes(_) => PositionMode::FloatAxes,
         }
     }
 }

@@ -76,18 +76,21 @@ pub enum PositionMode {
     Axes,
     /// f32 positions `[batch, seq]` (their bits).
     Float,
+    /// f32 positions on three axes `[3, batch, seq]` (their bits).
+    FloatAxes,
 }
 
 impl PositionMode {
     /// Every mode that reads positions from GPU arrays.
     #[cfg(any(test, feature = "internals"))]
-    const GPU: [PositionMode; 6] = [
+    const GPU: [PositionMode; 7] = [
         PositionMode::BatchStarts,
         PositionMode::Ids,
         PositionMode::Varlen { offsets: false },
         PositionMode::Varlen { offsets: true },
         PositionMode::Axes,
         PositionMode::Float,
+        PositionMode::FloatAxes,
     ];
 
     fn code(self) -> f64 {
@@ -98,6 +101,7 @@ impl PositionMode {
             PositionMode::Varlen { .. } => 3.0,
             PositionMode::Axes => 4.0,
             PositionMode::Float => 5.0,
+            PositionMode::FloatAxes => 6.0,
         }
     }
 }
@@ -353,9 +357,10 @@ impl Specialization {
                     for dtype in [Dtype::F32, Dtype::F16, Dtype::BF16] {
                         let plain = Specialization::new(kernel, pair_layout, width, dtype);
                         all.push(plain);
-                        // f32 positions are the sinusoidal kernel's only.
+                        // f32 axes are RoPE's only (the sinusoidal encoding has one position a
+                        // token).
                         for positions in PositionMode::GPU {
-                            if positions != PositionMode::Float || kernel == Kernel::Sinusoidal {
+                            if positions != PositionMode::FloatAxes || kernel == Kernel::Rope {
                                 all.push(Specialization { positions, ..plain });
                             }
                         }
@@ -423,7 +428,7 @@ impl Specialization {
                     };
                     all.push(plain);
                     for positions in PositionMode::GPU {
-                        if positions != PositionMode::Float {
+                        if !matches!(positions, PositionMode::Float | PositionMode::FloatAxes) {
                             all.push(Specialization { positions, ..plain });
                         }
                     }

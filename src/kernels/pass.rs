@@ -400,7 +400,10 @@ impl Passes {
                 return None;
             }
             PassPositions::BatchStarts(w) => (w, w.first + blk.start[0]),
-            PassPositions::Ids(w) | PassPositions::Axes(w) | PassPositions::Float(w) => {
+            PassPositions::Ids(w)
+            | PassPositions::Axes(w)
+            | PassPositions::Float(w)
+            | PassPositions::FloatAxes(w) => {
                 params.axis_stride = (pass.a.layout.shape[0] * s) as u32;
                 (w, w.first + blk.start[0] * s + blk.start[2])
             }

@@ -232,7 +232,14 @@ impl Rope {
                 mrope: self.spec.mrope.is_some(),
             },
         )?;
+        let float = matches!(positions, Positions::Float(_) | Positions::FloatAxes(_));
         let cache = match &call.cache {
+            Some(_) if float => {
+                return Err(Error::PositionsMismatch(
+                    "a cos/sin cache has a row per integer position: f32 positions take the \
+                     angles from the frequencies",
+                ));
+            }
             Some(c) => {
                 Some(
                     self.ctx
@@ -243,6 +250,9 @@ impl Rope {
         };
         // A cache replaces the angles: no length needed.
         let angles = self.angles_at(seq_len.or(cache.is_some().then_some(0)))?;
+        if float {
+            check_float_frequencies(&angles.inv_freq)?;
+        }
         let layouts: Vec<&Layout> = views.iter().map(|v| &v.layout).collect();
         let (a, second, b) = match (&call.k, &call.output) {
             (Some(k), _) => (&call.tensor, Second::InPlace, Some(k)),
@@ -585,11 +595,27 @@ pub(crate) fn words<'a>(view: ArrayView<'a>, count: u64, what: &'static str) -> 
     })
 }
 
+/// f32 positions meet frequencies below one revolution a position (every unscaled RoPE
+/// frequency, at most 1 rad): the frequency words keep the fraction of a revolution only.
+fn check_float_frequencies(inv_freq: &[Dd]) -> Result<()> {
+    match inv_freq.iter().find(|f| f.hi >= std::f64::consts::TAU) {
+        Some(f) => Err(Error::InvalidParameter {
+            what: "frequency with f32 positions",
+            value: f.hi,
+            need: "below 2 pi radians a position (a scaling that raises it is not taken with \
+                   f32 positions)",
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Which positions a kernel reads.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Reads {
-    /// RoPE: u32 positions, M-RoPE axes with an M-RoPE spec and only then.
+    /// RoPE: position axes (u32 or f32) with an M-RoPE spec and only then.
     Rope { mrope: bool },
+    /// The fused QKV call: as RoPE, u32 positions only.
+    Fused { mrope: bool },
     /// The sinusoidal encoding: one position a token, u32 or f32.
     Sinusoidal,
 }
@@ -602,17 +628,19 @@ pub(crate) fn resolve_positions<'a>(
     reads: Reads,
 ) -> Result<(PassPositions<'a>, Option<u64>)> {
     let [b, _, s, _] = layout.shape;
-    let axes = matches!(positions, Positions::Axes(_));
+    let axes = matches!(positions, Positions::Axes(_) | Positions::FloatAxes(_));
+    let float = matches!(positions, Positions::Float(_) | Positions::FloatAxes(_));
     match reads {
-        Reads::Rope { mrope } if mrope != axes => {
+        Reads::Rope { mrope } | Reads::Fused { mrope } if mrope != axes => {
             return Err(Error::PositionsMismatch(
-                "M-RoPE (RopeSpec::mrope) and Positions::Axes go together: give both or neither",
+                "position axes (RopeSpec::mrope, axes_rope) and Positions::Axes or FloatAxes \
+                 go together: give both or neither",
             ));
         }
-        Reads::Rope { .. } if matches!(positions, Positions::Float(_)) => {
+        Reads::Fused { .. } if float => {
             return Err(Error::PositionsMismatch(
-                "RoPE takes u32 positions; f32 positions (Positions::Float) are for the \
-                 sinusoidal encoding",
+                "the fused QKV call takes u32 positions; f32 positions are for encode_rope \
+                 and the sinusoidal encoding",
             ));
         }
         Reads::Sinusoidal if axes => {
