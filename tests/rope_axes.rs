@@ -280,7 +280,10 @@ fn f32_positions_are_refused_where_they_cannot_be_taken() {
         )
         .expect_err("fast");
     let what = "frequency with f32 positions";
-    assert!(matches!(e, Error::InvalidParameter { what: w, .. } if w == what), "{e}");
+    assert!(
+        matches!(e, Error::InvalidParameter { what: w, .. } if w == what),
+        "{e}"
+    );
     let e = ctx()
         .encode_rope(
             &mut encoder,

@@ -12,8 +12,8 @@ use common::{
 };
 use serde_json::Value;
 use wgpu_posenc::{
-    ArrayView, Dims, Error, HostPositions, Layout, Positions, RopeSpec, SinusoidalLayout,
-    SinusoidalSpec, TensorView, reference,
+    ArrayView, Dims, Error, HostPositions, Layout, Positions, SinusoidalLayout, SinusoidalSpec,
+    TensorView, reference,
 };
 
 /// The kernels' contract against the real number, f32 output rounding included.
@@ -309,16 +309,15 @@ fn bad_timestep_parameters_and_mixed_position_kinds_are_typed_errors() {
         .sinusoidal_table_at_host(&padded, layout, HostPositions::float(&[1.0]))
         .expect_err("padding");
     assert!(matches!(e, Error::PositionsMismatch(_)), "{e}");
-    // RoPE takes u32 positions.
-    let mut q = vec![0.5f32; 64];
+    // The sinusoidal encoding has one position a token: f32 position axes are RoPE's.
+    let bits = [1.0f32.to_bits(); 3];
     let e = c
-        .rope_host(
-            &RopeSpec::new(),
-            Layout::bhsd([1, 1, 1, 64]),
-            &mut q,
-            HostPositions::float(&[1.0]),
+        .sinusoidal_table_at_host(
+            &SinusoidalSpec::new(16),
+            layout,
+            HostPositions::FloatAxes(&bits),
         )
-        .expect_err("rope at f32 positions");
+        .expect_err("axes");
     assert!(matches!(e, Error::PositionsMismatch(_)), "{e}");
 }
 
