@@ -1,5 +1,6 @@
 //! RoPE over three position axes with a frequency list per axis
-//! ([`RopeSpec::axes_rope`]), against diffusers' FLUX.1 and Wan 2.1 rotary modules
+//! ([`RopeSpec::axes_rope`]), against diffusers' FLUX.1, Wan 2.1 and Qwen-Image (centered,
+//! negative positions as f32 axes) rotary modules
 //! (`tests/data/diffusers/rope_axes.py`: their cos/sin tables applied by diffusers'
 //! `apply_rotary_emb` at the pipelines' own positions), on the whole sequence in a poisoned
 //! buffer with guards, and against the f64 reference.
@@ -50,7 +51,7 @@ fn positions(case: &Value) -> Vec<u32> {
 }
 
 #[test]
-fn flux_and_wan_rotations_match_diffusers() {
+fn flux_wan_and_qwen_image_rotations_match_diffusers() {
     let data = test_data("diffusers/rope_axes.json");
     for case in data["cases"].as_array().expect("cases") {
         let name = case["name"].as_str().expect("name");
@@ -65,7 +66,15 @@ fn flux_and_wan_rotations_match_diffusers() {
             .base(case["theta"].as_f64().expect("theta"))
             .pair_layout(PairLayout::Interleaved)
             .axes_rope([dims[0] / 2, dims[1] / 2, dims[2] / 2]);
-        let axes = positions(case);
+        // Integer grids as u32 axes; Qwen-Image's centered one (negative rows and columns)
+        // as f32 axes, the module's own positions.
+        let float: Option<Vec<f32>> = case
+            .get("all_positions")
+            .map(|p| list(p).iter().map(|&x| x as f32).collect());
+        let axes: Vec<u32> = match &float {
+            Some(f) => f.iter().map(|&x| x as i32 as u32).collect(),
+            None => positions(case),
+        };
         let n = s as usize;
         let rows: Vec<usize> = case["rows"]
             .as_array()
@@ -77,7 +86,7 @@ fn flux_and_wan_rotations_match_diffusers() {
         for (k, &r) in rows.iter().enumerate() {
             let want: Vec<u32> = list(&case["positions"][k])
                 .iter()
-                .map(|&x| x as u32)
+                .map(|&x| x as i32 as u32)
                 .collect();
             assert_eq!(
                 [axes[r], axes[n + r], axes[2 * n + r]],
@@ -85,6 +94,7 @@ fn flux_and_wan_rotations_match_diffusers() {
                 "{name} token {r}"
             );
         }
+        let bits: Vec<u32> = float.iter().flatten().map(|x| x.to_bits()).collect();
         // Random Q, the sampled rows diffusers' own.
         let row = (heads * d) as usize;
         let mut q = Rng::new(28).values(n * row);
@@ -105,9 +115,13 @@ fn flux_and_wan_rotations_match_diffusers() {
             .chain(q.iter().copied())
             .chain((0..guard).map(|i| poison(guard + n * row + i)))
             .collect();
-        let ids = u32_buffer(&axes);
+        let ids = u32_buffer(if float.is_some() { &bits } else { &axes });
         let out = run_on_buffer(&input, |encoder, buffer| {
-            let positions = Positions::Axes(ArrayView::new(&ids));
+            let view = ArrayView::new(&ids);
+            let positions = match float {
+                Some(_) => Positions::FloatAxes(view),
+                None => Positions::Axes(view),
+            };
             ctx()
                 .encode_rope(encoder, &spec, &TensorView::new(buffer, layout), positions)
                 .expect("encode");
@@ -138,13 +152,22 @@ fn flux_and_wan_rotations_match_diffusers() {
             heads,
             head_dim: d,
         });
-        reference::rope(&spec, &plain, &mut x, Positions::Axes(&axes));
+        let host = match float {
+            Some(_) => Positions::FloatAxes(&bits[..]),
+            None => Positions::Axes(&axes[..]),
+        };
+        reference::rope(&spec, &plain, &mut x, host);
         let ours = got
             .iter()
             .zip(&x)
             .map(|(&a, &b)| (f64::from(a) - b).abs())
             .fold(0.0, f64::max);
-        assert!(theirs <= 4e-7, "{name}: {theirs:e} from diffusers");
+        // Qwen-Image's own f32 angles are off by up to `max_own_error`.
+        let own = case["max_own_error"].as_f64().unwrap_or(0.0);
+        assert!(
+            theirs <= own + 4e-7,
+            "{name}: {theirs:e} from diffusers ({own:e})"
+        );
         assert!(ours <= 4e-7, "{name}: {ours:e} from the reference");
         eprintln!(
             "{name} ({s} tokens, axes {dims:?}): within {theirs:.2e} of diffusers at {} tokens, \

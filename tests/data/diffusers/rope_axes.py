@@ -13,6 +13,8 @@ Each case takes its rotary module and positions from diffusers' own code:
     transformer's default config (128, (1, 2, 2), 1024), its `forward` on a 480 x 832,
     21-latent-frame video (21 x 30 x 52 = 32 760 tokens; the grid's (frame, row, column)
     indices are the positions).
+  - Qwen-Image: see `qwen_image` (centered rows and columns: negative positions; text on
+    the diagonal), the full positions written (`all_positions`, `[t.. | h.. | w..]`).
 The cos/sin tables the modules return are applied to random f32 Q `[1, S, 2, 128]`
 (torch.Generator seeded 0) by diffusers' `apply_rotary_emb(x, (cos, sin), use_real=True,
 use_real_unbind_dim=-1, sequence_dim=1)`: interleaved pairs, as both transformers rotate
@@ -89,9 +91,57 @@ def wan():
     return rotate("wan21", cos.float(), sin.float(), pos, 0, [f, ph, pw], 10000.0, dims)
 
 
+def qwen_image():
+    """Qwen-Image: `QwenEmbedRope(10000, axes_dims_rope, scale_rope=True)` on a 1024 x 1024
+    image (64 x 64 tokens: rows and columns centered, -32..31) and 64 text tokens (on the
+    diagonal from 32), applied by `apply_rotary_emb_qwen(x, freqs, use_real=False)` as the
+    transformer applies them; text first. Qwen-Image builds its angles in f32 (`rope_params`:
+    f32 frequencies, the f32 product): its own error against the angles in float64 is
+    recorded beside."""
+    from diffusers import QwenImageTransformer2DModel
+    from diffusers.models.transformers.transformer_qwenimage import (
+        QwenEmbedRope, apply_rotary_emb_qwen)
+    c = default_config(QwenImageTransformer2DModel)
+    dims = list(c["axes_dims_rope"])
+    rope = QwenEmbedRope(theta=10000, axes_dim=dims, scale_rope=True)
+    f, h, w, text = 1, 64, 64, 64
+    vid, txt = rope([(f, h, w)], device=None, max_txt_seq_len=text)
+    freqs = torch.cat([txt, vid], dim=0)
+    s = freqs.shape[0]
+    d = 2 * freqs.shape[1]
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand((1, s, HEADS, d), generator=g, dtype=torch.float32) * 2 - 1
+    out = apply_rotary_emb_qwen(q, freqs, use_real=False)
+    # The positions as the module builds them, and the rotation at float64 angles.
+    m = max(h // 2, w // 2)
+    pos = [[m + k] * 3 for k in range(text)]
+    rows_h = list(range(-(h - h // 2), h // 2))
+    rows_w = list(range(-(w - w // 2), w // 2))
+    pos += [[0, rows_h[i // w], rows_w[i % w]] for i in range(h * w)]
+    axis_of = [a for a, n in enumerate(dims) for _ in range(n // 2)]
+    local = [k for n in dims for k in range(n // 2)]
+    inv = [10000.0 ** (-2.0 * k / dims[a]) for a, k in zip(axis_of, local)]
+    rng = random.Random("rope-axes-qwen_image")
+    rows = sorted({0, text - 1, text, s - 1} | {rng.randrange(s) for _ in range(40)})
+    own = 0.0
+    for r in rows:
+        ang = torch.tensor([pos[r][a] * f_ for a, f_ in zip(axis_of, inv)], dtype=torch.float64)
+        x = q[0, r].double().reshape(HEADS, -1, 2)
+        c_, s_ = torch.cos(ang), torch.sin(ang)
+        exact = torch.stack([x[..., 0] * c_ - x[..., 1] * s_, x[..., 0] * s_ + x[..., 1] * c_], -1)
+        own = max(own, float((exact.flatten() - out[0, r].double().flatten()).abs().max()))
+    return dict(name="qwen_image", theta=10000.0, axes_dims=dims, heads=HEADS, head_dim=d,
+                tokens=s, text_tokens=text, grid=[f, h, w], rows=rows,
+                all_positions=[v for a in range(3) for v in (p[a] for p in pos)],
+                positions=[pos[r] for r in rows],
+                q=[q[0, r].flatten().tolist() for r in rows],
+                rotated=[out[0, r].flatten().tolist() for r in rows],
+                max_own_error=own)
+
+
 def main():
     out = dict(generator="tests/data/diffusers/rope_axes.py", diffusers=diffusers.__version__,
-               torch=torch.__version__, cases=[flux(), wan()])
+               torch=torch.__version__, cases=[flux(), wan(), qwen_image()])
     json.dump(out, sys.stdout)
 
 
