@@ -84,6 +84,7 @@ enum Pos {
     Varlen(Vec<u32>, Option<Vec<u32>>),
     Axes(Vec<u32>),
     Float(Vec<u32>),
+    FloatAxes(Vec<u32>),
 }
 
 impl Pos {
@@ -95,6 +96,7 @@ impl Pos {
             Pos::Varlen(c, o) => HostPositions::varlen(c, o.as_deref()),
             Pos::Axes(v) => HostPositions::Axes(v),
             Pos::Float(v) => HostPositions::Float(v),
+            Pos::FloatAxes(v) => HostPositions::FloatAxes(v),
         }
     }
 }
@@ -194,7 +196,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         layout_strategy(),
         prop_oneof![4 => Just(Dtype::F32), 1 => Just(Dtype::BF16)],
         spec,
-        0u8..7,
+        0u8..8,
         0u64..4,
         prop_oneof![Just(1.0f32), Just(0.5f32), Just(8.0f32), Just(f32::NAN)],
         any::<bool>(),
@@ -241,7 +243,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                         Pos::Float(sinusoidal::float_positions(n, seed, host && seed % 4 == 0))
                     }
                     _ => {
-                        // M-RoPE sections covering the rotary pairs when they can.
+                        // M-RoPE sections covering the rotary pairs when they can; one
+                        // frequency list per axis with contiguous sections now and then.
                         let pairs = spec.rotary_dim.unwrap_or(layout.shape[3]) / 2;
                         let t = pairs / 3;
                         let order = [
@@ -249,8 +252,19 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                             MRopeOrder::Interleaved,
                             MRopeOrder::HwThenT,
                         ][(seed % 3) as usize];
-                        spec = spec.mrope_order([pairs - 2 * t, t, t], order);
-                        Pos::Axes(ids(3 * b * s, false))
+                        spec = match seed % 5 {
+                            0 => spec.axes_rope([pairs - 2 * t, t, t]),
+                            _ => spec.mrope_order([pairs - 2 * t, t, t], order),
+                        };
+                        if pos_kind == 7 {
+                            // f32 axes; bad values only where the host sees them.
+                            let host = matches!(entry, Entry::RopeHost);
+                            let v =
+                                sinusoidal::float_positions(3 * b * s, seed, host && seed % 4 == 1);
+                            Pos::FloatAxes(v)
+                        } else {
+                            Pos::Axes(ids(3 * b * s, false))
+                        }
                     }
                 };
                 Case {
