@@ -876,6 +876,13 @@ fn recorded() -> &'static Recorder {
         let cu = [0u32, 5, 5, 17, 30];
         let offsets = [100u32, 0, 7, 65_000];
         let axes: Vec<u32> = (0..3 * 2 * 11).map(|i| (i * 37) % 3000).collect();
+        // Qwen-Image-like centered coordinates, negative and fractional, as f32 axes.
+        let float_axes: Vec<u32> = (0..3 * 2 * 11)
+            .map(|i| ((i as f32 - 33.0) * 1.75).to_bits())
+            .collect();
+        let float_ids: Vec<u32> = (0..2 * 23)
+            .map(|i| (i as f32 * -0.37 + 3.5).to_bits())
+            .collect();
         let f32_cases: Vec<(&str, RopeSpec, Layout, HostPositions<'_>)> = vec![
             (
                 "rope BHSD interleaved vec4",
@@ -955,6 +962,25 @@ fn recorded() -> &'static Recorder {
                 RopeSpec::new().mrope([6, 5, 5], true),
                 Layout::bhsd([2, 1, 11, 32]),
                 HostPositions::Axes(&axes),
+            ),
+            (
+                "rope per-axis frequencies (FLUX) at f32 axes, interleaved",
+                RopeSpec::new()
+                    .pair_layout(PairLayout::Interleaved)
+                    .axes_rope([4, 14, 14]),
+                Layout::bshd(Dims {
+                    batch: 2,
+                    heads: 2,
+                    seq: 11,
+                    head_dim: 64,
+                }),
+                HostPositions::FloatAxes(&float_axes),
+            ),
+            (
+                "rope 1-D at f32 positions, half-split",
+                RopeSpec::new(),
+                Layout::bhsd([2, 3, 23, 16]),
+                HostPositions::Float(&float_ids),
             ),
         ];
         for (name, spec, layout, host) in &f32_cases {
