@@ -467,6 +467,44 @@ async fn timestep_embeddings_at_f32_timesteps() {
 }
 
 #[wasm_bindgen_test]
+async fn rope_over_position_axes_at_f32_coordinates() {
+    // FLUX's per-axis frequency lists (4 + 14 + 14 pairs) at Qwen-Image-like centered,
+    // negative and fractional f32 coordinates on three axes, Q in BSHD with guards.
+    let ctx = ctx().await;
+    let mut rng = Rng::new(28);
+    let layout = Layout::bshd(Dims {
+        batch: 1,
+        heads: 3,
+        seq: 40,
+        head_dim: 64,
+    })
+    .with_offset(2);
+    let spec = RopeSpec::new()
+        .pair_layout(PairLayout::Interleaved)
+        .axes_rope([4, 14, 14]);
+    let axes: Vec<u32> = (0..3 * 40)
+        .map(|i| ((i as f32 - 60.0) * 0.625).to_bits())
+        .collect();
+    let ids = u32_buffer(&ctx, &axes);
+    let input = guarded_input(&mut rng, &layout, 4);
+    let gpu = run_rope(&ctx, &input, |encoder, buffer| {
+        let view = TensorView::new(buffer, layout);
+        let positions = Positions::FloatAxes(ArrayView::new(&ids));
+        ctx.encode_rope(encoder, &spec, &view, positions)
+            .expect("encode");
+    })
+    .await;
+    let mut expected = widen(&input);
+    reference::rope(
+        &spec,
+        &layout,
+        &mut expected,
+        HostPositions::FloatAxes(&axes),
+    );
+    check(&input, &gpu, &expected, TOL, "rope over f32 position axes");
+}
+
+#[wasm_bindgen_test]
 async fn tensors_split_over_bindings_give_the_same_result() {
     let ctx = ctx().await;
     let capped = ctx.clone().with_max_binding_size(16 << 10);
