@@ -10,7 +10,9 @@ mod common;
 
 use common::{Rng, ctx, poison, run_on_buffer, test_data, u32_buffer};
 use serde_json::Value;
-use wgpu_posenc::{ArrayView, Layout, PairLayout, Positions, RopeSpec, TensorView, reference};
+use wgpu_posenc::{
+    ArrayView, Dims, Layout, PairLayout, Positions, RopeSpec, TensorView, reference,
+};
 
 fn u(v: &Value) -> u64 {
     v.as_u64().expect("integer")
@@ -50,6 +52,72 @@ fn positions(case: &Value) -> Vec<u32> {
     axes
 }
 
+/// A case's positions: the words the kernel reads, and whether they are f32 bits (Qwen-Image's
+/// centered grid, the module's own positions) or u32 (integer grids built here). The sampled
+/// tokens' positions are checked against the pipeline's.
+fn case_positions(case: &Value, rows: &[usize]) -> (Vec<u32>, bool) {
+    let n = u(&case["tokens"]) as usize;
+    let float: Option<Vec<f32>> = case
+        .get("all_positions")
+        .map(|p| list(p).iter().map(|&x| x as f32).collect());
+    let ints: Vec<i64> = match &float {
+        Some(f) => f.iter().map(|&x| x as i64).collect(),
+        None => positions(case).into_iter().map(i64::from).collect(),
+    };
+    for (k, &r) in rows.iter().enumerate() {
+        let want: Vec<i64> = list(&case["positions"][k])
+            .iter()
+            .map(|&x| x as i64)
+            .collect();
+        assert_eq!(
+            [ints[r], ints[n + r], ints[2 * n + r]],
+            want[..],
+            "token {r}"
+        );
+    }
+    match float {
+        Some(f) => (f.iter().map(|x| x.to_bits()).collect(), true),
+        None => (ints.iter().map(|&x| x as u32).collect(), false),
+    }
+}
+
+/// `words` as the positions of a view: f32 axes or u32 axes.
+fn axes_of<A>(words: A, float: bool) -> Positions<A> {
+    if float {
+        Positions::FloatAxes(words)
+    } else {
+        Positions::Axes(words)
+    }
+}
+
+/// `q` rotated by `spec` on the GPU, BSHD after 7 poisoned elements and before 7 more, the
+/// guards checked.
+fn rotate(spec: &RopeSpec, dims: Dims, q: &[f32], words: &[u32], float: bool) -> Vec<f32> {
+    let guard = 7;
+    let layout = Layout::bshd(dims).with_offset(guard as u64);
+    let len = q.len();
+    let input: Vec<f32> = (0..guard)
+        .map(poison)
+        .chain(q.iter().copied())
+        .chain((0..guard).map(|i| poison(guard + len + i)))
+        .collect();
+    let ids = u32_buffer(words);
+    let out = run_on_buffer(&input, |encoder, buffer| {
+        let positions = axes_of(ArrayView::new(&ids), float);
+        ctx()
+            .encode_rope(encoder, spec, &TensorView::new(buffer, layout), positions)
+            .expect("encode");
+    });
+    for i in (0..guard).chain(guard + len..2 * guard + len) {
+        assert_eq!(
+            out[i].to_bits(),
+            poison(i).to_bits(),
+            "guard {i} overwritten"
+        );
+    }
+    out[guard..guard + len].to_vec()
+}
+
 #[test]
 fn flux_wan_and_qwen_image_rotations_match_diffusers() {
     let data = test_data("diffusers/rope_axes.json");
@@ -66,97 +134,43 @@ fn flux_wan_and_qwen_image_rotations_match_diffusers() {
             .base(case["theta"].as_f64().expect("theta"))
             .pair_layout(PairLayout::Interleaved)
             .axes_rope([dims[0] / 2, dims[1] / 2, dims[2] / 2]);
-        // Integer grids as u32 axes; Qwen-Image's centered one (negative rows and columns)
-        // as f32 axes, the module's own positions.
-        let float: Option<Vec<f32>> = case
-            .get("all_positions")
-            .map(|p| list(p).iter().map(|&x| x as f32).collect());
-        let axes: Vec<u32> = match &float {
-            Some(f) => f.iter().map(|&x| x as i32 as u32).collect(),
-            None => positions(case),
-        };
-        let n = s as usize;
         let rows: Vec<usize> = case["rows"]
             .as_array()
             .expect("rows")
             .iter()
             .map(|r| u(r) as usize)
             .collect();
-        // The pipeline's positions at the sampled tokens are the ones built here.
-        for (k, &r) in rows.iter().enumerate() {
-            let want: Vec<u32> = list(&case["positions"][k])
-                .iter()
-                .map(|&x| x as i32 as u32)
-                .collect();
-            assert_eq!(
-                [axes[r], axes[n + r], axes[2 * n + r]],
-                want[..],
-                "{name} token {r}"
-            );
-        }
-        let bits: Vec<u32> = float.iter().flatten().map(|x| x.to_bits()).collect();
+        let (words, float) = case_positions(case, &rows);
         // Random Q, the sampled rows diffusers' own.
         let row = (heads * d) as usize;
-        let mut q = Rng::new(28).values(n * row);
+        let mut q = Rng::new(28).values(s as usize * row);
         for (k, &r) in rows.iter().enumerate() {
             let mine: Vec<f32> = list(&case["q"][k]).iter().map(|&x| x as f32).collect();
             q[r * row..(r + 1) * row].copy_from_slice(&mine);
         }
-        let guard = 7;
-        let layout = Layout::bshd(wgpu_posenc::Dims {
+        let shape = Dims {
             batch: 1,
             seq: s,
             heads,
             head_dim: d,
-        })
-        .with_offset(guard as u64);
-        let input: Vec<f32> = (0..guard)
-            .map(poison)
-            .chain(q.iter().copied())
-            .chain((0..guard).map(|i| poison(guard + n * row + i)))
-            .collect();
-        let ids = u32_buffer(if float.is_some() { &bits } else { &axes });
-        let out = run_on_buffer(&input, |encoder, buffer| {
-            let view = ArrayView::new(&ids);
-            let positions = match float {
-                Some(_) => Positions::FloatAxes(view),
-                None => Positions::Axes(view),
-            };
-            ctx()
-                .encode_rope(encoder, &spec, &TensorView::new(buffer, layout), positions)
-                .expect("encode");
-        });
-        for i in (0..guard).chain(guard + n * row..2 * guard + n * row) {
-            assert_eq!(
-                out[i].to_bits(),
-                poison(i).to_bits(),
-                "{name}: guard {i} overwritten"
-            );
-        }
-        let got = &out[guard..guard + n * row];
+        };
+        let got = rotate(&spec, shape, &q, &words, float);
         // Against diffusers at the sampled tokens (f32 cos/sin of f64 angles, f32 products).
         let mut theirs = 0.0f64;
         for (k, &r) in rows.iter().enumerate() {
-            for (a, b) in got[r * row..(r + 1) * row]
-                .iter()
-                .zip(list(&case["rotated"][k]))
-            {
+            let want = list(&case["rotated"][k]);
+            for (a, b) in got[r * row..(r + 1) * row].iter().zip(want) {
                 theirs = theirs.max((f64::from(*a) - b).abs());
             }
         }
         // Against the f64 reference over every token.
         let mut x: Vec<f64> = q.iter().map(|&v| f64::from(v)).collect();
-        let plain = Layout::bshd(wgpu_posenc::Dims {
-            batch: 1,
-            seq: s,
-            heads,
-            head_dim: d,
-        });
-        let host = match float {
-            Some(_) => Positions::FloatAxes(&bits[..]),
-            None => Positions::Axes(&axes[..]),
-        };
-        reference::rope(&spec, &plain, &mut x, host);
+        reference::rope(
+            &spec,
+            &Layout::bshd(shape),
+            &mut x,
+            axes_of(&words[..], float),
+        );
         let ours = got
             .iter()
             .zip(&x)
