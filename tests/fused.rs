@@ -759,6 +759,10 @@ fn bad_fused_calls_are_typed_errors() {
     };
     let good = QkvCall::new(qkv, 2, Positions::Start(0), kv);
     encode(&good).expect("the good call");
+    // f32 positions are encode_rope's and the sinusoidal encoding's, not the fused call's.
+    let float_ids = u32_buffer(&[0.5f32.to_bits(); 2]);
+    let float = QkvCall::new(qkv, 2, Positions::Float(ArrayView::new(&float_ids)), kv);
+    assert!(matches!(encode(&float), Err(Error::PositionsMismatch(_))));
     let wrong_heads = QkvCall {
         kv_heads: 3,
         ..good

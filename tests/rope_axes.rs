@@ -330,6 +330,17 @@ fn f32_positions_are_refused_where_they_cannot_be_taken() {
         )
         .expect_err("axes without an axes spec");
     assert!(matches!(e, Error::PositionsMismatch(_)), "{e}");
+    // A cos/sin cache has a row per integer position.
+    let cache_buffer = common::f32_buffer(&[0.5; 64 * 16]);
+    let flag = u32_buffer(&[0]);
+    let mut cache = wgpu_posenc::CosSinCache::vllm(&cache_buffer, 16, 64);
+    cache.overflow_flag = Some(ArrayView::new(&flag));
+    let call =
+        wgpu_posenc::RopeCall::new(view, Positions::Float(ArrayView::new(&ids))).with_cache(cache);
+    let e = ctx()
+        .encode_rope_call(&mut encoder, &RopeSpec::new(), &call)
+        .expect_err("cache");
+    assert!(matches!(e, Error::PositionsMismatch(_)), "{e}");
     let mut data = vec![0.5f32; 256];
     for bad in [f32::NAN, f32::INFINITY, 5e9] {
         let p = [0.0, 1.0, bad, 2.0];

@@ -2,9 +2,10 @@
 //! rotated and V copied into a KV cache, in one dispatch.
 
 use super::cache::{BindKey, Slot};
+use super::input::{Reads, resolve_positions, words};
 use super::pass::{EncodeReport, PassPositions, Words, fold_grid};
 use super::plan::Params;
-use super::rope::{Reads, Rope, byte_end, check_disjoint, resolve_positions, width_for, words};
+use super::rope::{Rope, byte_end, check_disjoint, width_for};
 use super::{Kernel, Op, Specialization, WORKGROUP, Width};
 use crate::error::{Error, Result};
 use crate::positions::Positions;

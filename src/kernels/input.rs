@@ -4,8 +4,9 @@
 use super::plan::IdsSpan;
 use super::{PositionMode, Specialization};
 use crate::dd::Dd;
+use crate::error::{Error, Result};
 use crate::positions::Positions;
-use crate::tensor::Layout;
+use crate::tensor::{ArrayView, Layout};
 
 /// A u32 array resolved for a pass: its buffer and the index of its first value.
 #[derive(Clone, Copy, Debug)]
@@ -90,4 +91,117 @@ pub(crate) struct PairPass<'a> {
     pub pad_pos: Option<u32>,
     pub sin_sign: f32,
     pub scale: f32,
+}
+
+/// Checks that `view` holds `count` 4-byte values and has `STORAGE` usage.
+pub(crate) fn words<'a>(view: ArrayView<'a>, count: u64, what: &'static str) -> Result<Words<'a>> {
+    if !view.buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
+        return Err(Error::MissingUsage {
+            what,
+            missing: wgpu::BufferUsages::STORAGE,
+        });
+    }
+    if !view.offset.is_multiple_of(4) {
+        return Err(Error::MisalignedOffset {
+            what,
+            offset: view.offset,
+            elem: 4,
+        });
+    }
+    let available = view.buffer.size().saturating_sub(view.offset) / 4;
+    if available < count {
+        return Err(Error::PositionIdsTooShort {
+            what,
+            needed: count,
+            available,
+        });
+    }
+    Ok(Words {
+        buffer: view.buffer,
+        first: view.offset / 4,
+    })
+}
+
+/// f32 positions meet frequencies below one revolution a position (every unscaled RoPE
+/// frequency, at most 1 rad): the frequency words keep the fraction of a revolution only.
+pub(crate) fn check_float_frequencies(inv_freq: &[Dd]) -> Result<()> {
+    match inv_freq.iter().find(|f| f.hi >= std::f64::consts::TAU) {
+        Some(f) => Err(Error::InvalidParameter {
+            what: "frequency with f32 positions",
+            value: f.hi,
+            need: "below 2 pi radians a position (a scaling that raises it is not taken with \
+                   f32 positions)",
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Which positions a kernel reads.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Reads {
+    /// RoPE: position axes (u32 or f32) with an M-RoPE spec and only then.
+    Rope { mrope: bool },
+    /// The fused QKV call: as RoPE, u32 positions only.
+    Fused { mrope: bool },
+    /// The sinusoidal encoding: one position a token, u32 or f32.
+    Sinusoidal,
+}
+
+/// Checks positions against a view; returns them resolved and, for contiguous positions,
+/// the sequence length that length-dependent scalings see (HF: the largest position + 1).
+pub(crate) fn resolve_positions<'a>(
+    positions: Positions<ArrayView<'a>>,
+    layout: &Layout,
+    reads: Reads,
+) -> Result<(PassPositions<'a>, Option<u64>)> {
+    let [b, _, s, _] = layout.shape;
+    let axes = matches!(positions, Positions::Axes(_) | Positions::FloatAxes(_));
+    let float = matches!(positions, Positions::Float(_) | Positions::FloatAxes(_));
+    match reads {
+        Reads::Rope { mrope } | Reads::Fused { mrope } if mrope != axes => {
+            return Err(Error::PositionsMismatch(
+                "position axes (RopeSpec::mrope, axes_rope) and Positions::Axes or FloatAxes \
+                 go together: give both or neither",
+            ));
+        }
+        Reads::Fused { .. } if float => {
+            return Err(Error::PositionsMismatch(
+                "the fused QKV call takes u32 positions; f32 positions are for encode_rope \
+                 and the sinusoidal encoding",
+            ));
+        }
+        Reads::Sinusoidal if axes => {
+            return Err(Error::PositionsMismatch(
+                "the sinusoidal encoding has one position per token, not M-RoPE axes",
+            ));
+        }
+        _ => {}
+    }
+    match positions {
+        Positions::Start(start) => check_contiguous_positions(start, s)?,
+        Positions::Varlen { num_seqs, .. } if b != 1 || num_seqs == 0 => {
+            return Err(Error::PositionsMismatch(
+                "varlen positions need a view of batch 1 holding every token on its seq axis, \
+                 and at least one sequence",
+            ));
+        }
+        _ => {}
+    }
+    let seq_len = match positions {
+        Positions::Start(start) => Some(u64::from(start) + s),
+        _ => None,
+    };
+    let resolved = positions.try_map(b, s, |v, need| words(v, need.count, need.what))?;
+    Ok((resolved, seq_len))
+}
+
+/// `start + seq - 1` must be a u32 position.
+pub(crate) fn check_contiguous_positions(start: u32, seq: u64) -> Result<()> {
+    if seq > 0 && u64::from(start).saturating_add(seq - 1) > u64::from(u32::MAX) {
+        return Err(Error::PositionOverflow {
+            start: u64::from(start),
+            seq,
+        });
+    }
+    Ok(())
 }

@@ -1,7 +1,8 @@
 //! Host side of `shaders/rope.wgsl`: validation and the pass for RoPE, in place or out of
 //! place, one tensor or Q and K together, angles on the fly or from a cos/sin cache.
 
-use super::pass::{EncodeReport, PairPass, PassCache, PassPositions, PassView, Words};
+use super::input::{Reads, check_float_frequencies, resolve_positions, words};
+use super::pass::{EncodeReport, PairPass, PassCache, PassView, Words};
 use super::{Kernel, Second, Specialization, Width};
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -233,21 +234,7 @@ impl Rope {
             },
         )?;
         let float = matches!(positions, Positions::Float(_) | Positions::FloatAxes(_));
-        let cache = match &call.cache {
-            Some(_) if float => {
-                return Err(Error::PositionsMismatch(
-                    "a cos/sin cache has a row per integer position: f32 positions take the \
-                     angles from the frequencies",
-                ));
-            }
-            Some(c) => {
-                Some(
-                    self.ctx
-                        .resolve_cache(c, self.rotary_dim / 2, &call.positions, &layout)?,
-                )
-            }
-            None => None,
-        };
+        let cache = self.call_cache(call, float)?;
         // A cache replaces the angles: no length needed.
         let angles = self.angles_at(seq_len.or(cache.is_some().then_some(0)))?;
         if float {
@@ -298,6 +285,28 @@ impl Rope {
             sin_sign: if self.spec.inverse { -1.0 } else { 1.0 },
         };
         self.ctx.encode_rope_pass(encoder, pass)
+    }
+
+    /// The call's cos/sin cache, resolved; f32 positions (`float`) take none, as a cache
+    /// has a row per integer position.
+    fn call_cache<'c>(&'c self, call: &RopeCall<'c>, float: bool) -> Result<Option<PassCache<'c>>> {
+        let Some(c) = &call.cache else {
+            return Ok(None);
+        };
+        if float {
+            return Err(Error::PositionsMismatch(
+                "a cos/sin cache has a row per integer position: f32 positions take the \
+                 angles from the frequencies",
+            ));
+        }
+        let layout = call.tensor.layout;
+        let pairs = self.rotary_dim / 2;
+        Ok(Some(self.ctx.resolve_cache(
+            c,
+            pairs,
+            &call.positions,
+            &layout,
+        )?))
     }
 
     /// The angles of a call whose positions give HF's sequence length `seq_len` (`None`:
@@ -566,108 +575,6 @@ pub(crate) fn check_frequencies(hi: &[f64], lo: &[f64]) -> Result<Vec<Dd>> {
         .collect()
 }
 
-/// Checks that `view` holds `count` 4-byte values and has `STORAGE` usage.
-pub(crate) fn words<'a>(view: ArrayView<'a>, count: u64, what: &'static str) -> Result<Words<'a>> {
-    if !view.buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
-        return Err(Error::MissingUsage {
-            what,
-            missing: wgpu::BufferUsages::STORAGE,
-        });
-    }
-    if !view.offset.is_multiple_of(4) {
-        return Err(Error::MisalignedOffset {
-            what,
-            offset: view.offset,
-            elem: 4,
-        });
-    }
-    let available = view.buffer.size().saturating_sub(view.offset) / 4;
-    if available < count {
-        return Err(Error::PositionIdsTooShort {
-            what,
-            needed: count,
-            available,
-        });
-    }
-    Ok(Words {
-        buffer: view.buffer,
-        first: view.offset / 4,
-    })
-}
-
-/// f32 positions meet frequencies below one revolution a position (every unscaled RoPE
-/// frequency, at most 1 rad): the frequency words keep the fraction of a revolution only.
-fn check_float_frequencies(inv_freq: &[Dd]) -> Result<()> {
-    match inv_freq.iter().find(|f| f.hi >= std::f64::consts::TAU) {
-        Some(f) => Err(Error::InvalidParameter {
-            what: "frequency with f32 positions",
-            value: f.hi,
-            need: "below 2 pi radians a position (a scaling that raises it is not taken with \
-                   f32 positions)",
-        }),
-        None => Ok(()),
-    }
-}
-
-/// Which positions a kernel reads.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Reads {
-    /// RoPE: position axes (u32 or f32) with an M-RoPE spec and only then.
-    Rope { mrope: bool },
-    /// The fused QKV call: as RoPE, u32 positions only.
-    Fused { mrope: bool },
-    /// The sinusoidal encoding: one position a token, u32 or f32.
-    Sinusoidal,
-}
-
-/// Checks positions against a view; returns them resolved and, for contiguous positions,
-/// the sequence length that length-dependent scalings see (HF: the largest position + 1).
-pub(crate) fn resolve_positions<'a>(
-    positions: Positions<ArrayView<'a>>,
-    layout: &Layout,
-    reads: Reads,
-) -> Result<(PassPositions<'a>, Option<u64>)> {
-    let [b, _, s, _] = layout.shape;
-    let axes = matches!(positions, Positions::Axes(_) | Positions::FloatAxes(_));
-    let float = matches!(positions, Positions::Float(_) | Positions::FloatAxes(_));
-    match reads {
-        Reads::Rope { mrope } | Reads::Fused { mrope } if mrope != axes => {
-            return Err(Error::PositionsMismatch(
-                "position axes (RopeSpec::mrope, axes_rope) and Positions::Axes or FloatAxes \
-                 go together: give both or neither",
-            ));
-        }
-        Reads::Fused { .. } if float => {
-            return Err(Error::PositionsMismatch(
-                "the fused QKV call takes u32 positions; f32 positions are for encode_rope \
-                 and the sinusoidal encoding",
-            ));
-        }
-        Reads::Sinusoidal if axes => {
-            return Err(Error::PositionsMismatch(
-                "the sinusoidal encoding has one position per token, not M-RoPE axes",
-            ));
-        }
-        _ => {}
-    }
-    match positions {
-        Positions::Start(start) => check_contiguous_positions(start, s)?,
-        Positions::Varlen { num_seqs, .. } if b != 1 || num_seqs == 0 => {
-            return Err(Error::PositionsMismatch(
-                "varlen positions need a view of batch 1 holding every token on its seq axis, \
-                 and at least one sequence",
-            ));
-        }
-        _ => {}
-    }
-    let seq_len = match positions {
-        Positions::Start(start) => Some(u64::from(start) + s),
-        _ => None,
-    };
-    let resolved = positions.try_map(b, s, |v, need| words(v, need.count, need.what))?;
-    Ok((resolved, seq_len))
-}
-
 /// Vec4 access needs whole groups of 4 pairs (8 elements of a row) and every row of every
 /// view to start on a multiple of 4 elements; otherwise the scalar variant runs.
 pub(crate) fn width_for(layouts: &[&Layout], row_len: u64) -> Width {
@@ -680,15 +587,4 @@ pub(crate) fn width_for(layouts: &[&Layout], row_len: u64) -> Width {
     } else {
         Width::X1
     }
-}
-
-/// `start + seq - 1` must be a u32 position.
-pub(crate) fn check_contiguous_positions(start: u32, seq: u64) -> Result<()> {
-    if seq > 0 && u64::from(start).saturating_add(seq - 1) > u64::from(u32::MAX) {
-        return Err(Error::PositionOverflow {
-            start: u64::from(start),
-            seq,
-        });
-    }
-    Ok(())
 }

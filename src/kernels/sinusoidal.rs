@@ -1,8 +1,9 @@
 //! Host side of `shaders/sinusoidal.wgsl`: the table fill and the fused add.
 
 use super::device::Passes;
+use super::input::{Reads, resolve_positions};
 use super::pass::{EncodeReport, PairPass, PassPositions, PassView};
-use super::rope::{Reads, resolve_positions, width_for};
+use super::rope::width_for;
 use super::{Kernel, Op, Specialization, Width};
 use crate::angle;
 use crate::dd::Dd;
