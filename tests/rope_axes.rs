@@ -8,7 +8,9 @@
 
 mod common;
 
-use common::{Rng, ctx, poison, run_on_buffer, test_data, u32_buffer};
+use common::{
+    Rng, assert_matches, ctx, guarded_input, poison, run_on_buffer, test_data, u32_buffer, widen,
+};
 use serde_json::Value;
 use wgpu_posenc::{
     ArrayView, Dims, Layout, PairLayout, Positions, RopeSpec, TensorView, reference,
@@ -78,6 +80,15 @@ fn case_positions(case: &Value, rows: &[usize]) -> (Vec<u32>, bool) {
     match float {
         Some(f) => (f.iter().map(|x| x.to_bits()).collect(), true),
         None => (ints.iter().map(|&x| x as u32).collect(), false),
+    }
+}
+
+/// f32 positions on three axes (`axes`) or one a token.
+fn axes_or_1d<A>(words: A, axes: bool) -> Positions<A> {
+    if axes {
+        Positions::FloatAxes(words)
+    } else {
+        Positions::Float(words)
     }
 }
 
@@ -247,43 +258,21 @@ fn f32_positions_match_the_reference() {
             ),
         ] {
             let bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
-            let layout = Layout::bhsd([b, h, s, d]).with_offset(5);
-            let len = (b * h * s * d) as usize;
-            let x = Rng::new(7).values(len);
-            let input: Vec<f32> = (0..5)
-                .map(poison)
-                .chain(x.iter().copied())
-                .chain((0..5).map(|i| poison(5 + len + i)))
-                .collect();
+            // A strided view with gaps between the rows and poison around it.
+            let row = d + 3;
+            let layout = Layout::strided([b, h, s, d], [h * s * row, s * row, row]).with_offset(5);
+            let input = guarded_input(&mut Rng::new(7), &layout, 5);
             let ids = u32_buffer(&bits);
-            let axes_spec = spec.mrope.is_some();
             let out = run_on_buffer(&input, |encoder, buffer| {
-                let view = ArrayView::new(&ids);
-                let positions = if axes_spec {
-                    Positions::FloatAxes(view)
-                } else {
-                    Positions::Float(view)
-                };
+                let positions = axes_or_1d(ArrayView::new(&ids), spec.mrope.is_some());
                 ctx()
                     .encode_rope(encoder, &spec, &TensorView::new(buffer, layout), positions)
                     .expect("encode");
             });
-            for i in (0..5).chain(5 + len..10 + len) {
-                assert_eq!(out[i].to_bits(), poison(i).to_bits(), "guard {i}");
-            }
-            let mut want: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
-            let host = if axes_spec {
-                Positions::FloatAxes(&bits[..])
-            } else {
-                Positions::Float(&bits[..])
-            };
-            reference::rope(&spec, &Layout::bhsd([b, h, s, d]), &mut want, host);
-            let err = out[5..5 + len]
-                .iter()
-                .zip(&want)
-                .map(|(&a, &e)| (f64::from(a) - e).abs())
-                .fold(0.0, f64::max);
-            assert!(err <= 2.5e-7, "{spec:?}: {err:e}");
+            let mut want = widen(&input);
+            let host = axes_or_1d(&bits[..], spec.mrope.is_some());
+            reference::rope(&spec, &layout, &mut want, host);
+            assert_matches(&input, &out, &want, 2.5e-7, &format!("{spec:?}"));
         }
     }
 }
