@@ -1,6 +1,6 @@
 //! RoPE over three position axes with a frequency list per axis
-//! ([`RopeSpec::axes_rope`]), against diffusers' FLUX.1, Wan 2.1 and Qwen-Image (centered,
-//! negative positions as f32 axes) rotary modules
+//! ([`RopeSpec::axes_rope`]), against diffusers' FLUX.1, Wan 2.1, HunyuanVideo and Qwen-Image
+//! (centered, negative positions as f32 axes) rotary modules
 //! (`tests/data/diffusers/rope_axes.py`: their cos/sin tables applied by diffusers'
 //! `apply_rotary_emb` at the pipelines' own positions), on the whole sequence in a poisoned
 //! buffer with guards, and against the f64 reference.
@@ -130,7 +130,7 @@ fn rotate(spec: &RopeSpec, dims: Dims, q: &[f32], words: &[u32], float: bool) ->
 }
 
 #[test]
-fn flux_wan_and_qwen_image_rotations_match_diffusers() {
+fn diffusion_transformer_rotations_match_diffusers() {
     let data = test_data("diffusers/rope_axes.json");
     for case in data["cases"].as_array().expect("cases") {
         let name = case["name"].as_str().expect("name");
@@ -187,10 +187,12 @@ fn flux_wan_and_qwen_image_rotations_match_diffusers() {
             .zip(&x)
             .map(|(&a, &b)| (f64::from(a) - b).abs())
             .fold(0.0, f64::max);
-        // Qwen-Image's own f32 angles are off by up to `max_own_error`.
-        let own = case["max_own_error"].as_f64().unwrap_or(0.0);
+        // HunyuanVideo and Qwen-Image build their angles in f32: off by up to
+        // `max_own_error`, past the contract; the others within it, and no slack.
+        let own = case["max_own_error"].as_f64().expect("own error");
+        let slack = if own > 1.5e-7 { own } else { 0.0 };
         assert!(
-            theirs <= own + 4e-7,
+            theirs <= slack + 4e-7,
             "{name}: {theirs:e} from diffusers ({own:e})"
         );
         assert!(ours <= 4e-7, "{name}: {ours:e} from the reference");
