@@ -1,6 +1,8 @@
 //! Random `config.json` values through `HfRope::from_config` (and `RopeSpec::from_hf_config`,
 //! `Scaling::from_hf_config`, and `angle_words` of each layer's spec): the committed fixtures
-//! and every family's default config, with keys removed or set to values of the wrong type,
+//! and every family's default config; and diffusers transformer configs (every class's
+//! default config, `timestep_configs.json`) through `TimestepProjection::from_diffusers_config`
+//! and `SincosGrid::from_diffusers_config` at random latents; with keys removed or set to values of the wrong type,
 //! zero, negative, fractional, huge (up to `u64::MAX` and `±f64::MAX`; NaN and infinities
 //! are not JSON, and serde_json refuses numbers past f64 before the crate sees them), or
 //! another family's `model_type`. Each config is read or refused; a panic is a failure.
@@ -15,7 +17,7 @@ use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 use serde_json::{Map, Value, json};
-use wgpu_posenc::{HfRope, RopeSpec, Scaling};
+use wgpu_posenc::{HfRope, RopeSpec, Scaling, SincosGrid, TimestepProjection};
 
 use super::common::Rng;
 
@@ -136,6 +138,12 @@ fn bases() -> Vec<Value> {
         .expect("rope_families_configs.json");
     let d: Value = serde_json::from_str(&text).expect("family configs");
     out.extend(d.as_object().expect("configs").values().cloned());
+    let path = format!("{}/../diffusers/timestep_configs.json", data_dir());
+    let text = std::fs::read_to_string(path).expect("timestep_configs.json");
+    let d: Value = serde_json::from_str(&text).expect("diffusers configs");
+    for (_, c) in d["classes"].as_object().expect("classes") {
+        out.push(c["config"].clone());
+    }
     out
 }
 
@@ -209,6 +217,10 @@ fn target<'a>(config: &'a mut Value, rng: &mut Rng) -> Option<&'a mut Map<String
 fn config(bases: &[Value], i: usize) -> Value {
     let mut rng = Rng::new(0xc0f1_9000 + i as u64);
     let mut config = bases[rng.range(0, bases.len() as u64) as usize].clone();
+    if config.get("_class_name").is_some() {
+        diffusers_mutations(&mut config, &mut rng);
+        return config;
+    }
     for _ in 0..rng.range(1, 5) {
         let dict = rng.range(0, 3) == 0;
         let key = if dict {
@@ -229,8 +241,62 @@ fn config(bases: &[Value], i: usize) -> Value {
     config
 }
 
+/// One to four of a diffusers config's own keys (or its class) removed or changed.
+fn diffusers_mutations(config: &mut Value, rng: &mut Rng) {
+    let Some(map) = config.as_object_mut() else {
+        return;
+    };
+    let keys: Vec<String> = map.keys().cloned().collect();
+    for _ in 0..rng.range(1, 5) {
+        let key = &keys[rng.range(0, keys.len() as u64) as usize];
+        match rng.range(0, 6) {
+            0 => {
+                map.remove(key);
+            }
+            // Another class's name on this class's keys.
+            1 => {
+                let class = [
+                    "FluxTransformer2DModel",
+                    "Transformer2DModel",
+                    "SD3Transformer2DModel",
+                    "CogVideoXTransformer3DModel",
+                    "DiTTransformer2DModel",
+                    "NotAModel",
+                ];
+                map.insert("_class_name".into(), json!(class[rng.range(0, 6) as usize]));
+            }
+            _ => {
+                map.insert(key.clone(), value(rng));
+            }
+        }
+    }
+}
+
+/// A diffusers config through both readers; `Err` names what broke an invariant.
+fn read_diffusers(config: &Value, rng: &mut Rng) -> Result<bool, String> {
+    let steps = TimestepProjection::from_diffusers_config(config);
+    if let Ok(steps) = &steps {
+        for p in steps {
+            p.spec.validate().map_err(|e| format!("{}: {e}", p.path))?;
+        }
+    }
+    let latents: [&[u64]; 4] = [&[64, 48], &[3, 60, 90], &[0, 0], &[u64::MAX, 2]];
+    let latent = match rng.range(0, 5) {
+        4 => None,
+        k => Some(latents[k as usize]),
+    };
+    let grid = SincosGrid::from_diffusers_config(config, latent);
+    if let Ok(Some(g)) = &grid {
+        g.validate().map_err(|e| format!("grid: {e}"))?;
+    }
+    Ok(steps.is_ok() || matches!(grid, Ok(Some(_))))
+}
+
 /// Reads one config through every entry point; `Err` names what broke an invariant.
 fn read(config: &Value) -> Result<bool, String> {
+    if config.get("_class_name").is_some() {
+        return read_diffusers(config, &mut Rng::new(config.to_string().len() as u64));
+    }
     let _ = Scaling::from_hf_config(config);
     let Ok(rope) = HfRope::from_config(config) else {
         return Ok(false);
