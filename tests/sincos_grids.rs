@@ -249,6 +249,7 @@ fn bad_grids_are_typed_errors() {
     let huge = [
         SincosGrid::diffusers_2d(16, [u64::MAX, 2], 2.0, 1.0).map(drop),
         SincosGrid::diffusers_cropped(16, u64::MAX, [2, 2], 2.0, 1.0).map(drop),
+        SincosGrid::diffusers_top_left(16, u64::MAX, [2, 2]).map(drop),
         SincosGrid::diffusers_3d(64, [1 << 10, 1 << 10, 1 << 10], 1.0, 1.0).map(drop),
         SincosGrid::timm_2d(16, [1 << 13, 1 << 12], 10_000.0, false, false).map(drop),
     ];
