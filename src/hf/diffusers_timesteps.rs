@@ -334,14 +334,11 @@ const RULES: &[(&str, &[Rule])] = &[
     ("HunyuanVideoTransformer3DModel", HUNYUAN_VIDEO),
     (
         "Ideogram4Transformer2DModel",
-        &[Rule {
-            period: Param::Is(10_000.0),
-            ..sin_first_shifted(own(
-                ts("t_embedding", Width::Inner),
-                "Ideogram4EmbedScalar",
-                1e4,
-            ))
-        }],
+        &[sin_first_shifted(own(
+            ts("t_embedding", Width::Inner),
+            "Ideogram4EmbedScalar",
+            1e4,
+        ))],
     ),
     (
         "JoyImageEditPlusTransformer3DModel",

@@ -103,7 +103,7 @@ def first_linear(mod):
     return next(m for m in mod.modules() if isinstance(m, torch.nn.Linear))
 
 
-def describe(mod, model):
+def describe(mod):
     """The projection a module computes, `None` for other modules: width, order, shift,
     scale, max period, and the f32 factor its input is multiplied by first."""
     kind = type(mod).__name__
@@ -145,7 +145,7 @@ def describe(mod, model):
 def projections(model):
     out = []
     for path, mod in model.named_modules():
-        row = describe(mod, model)
+        row = describe(mod)
         if row is not None:
             out.append(dict(row, path=path, module=type(mod).__name__))
     if type(model).__name__ == "PRXTransformer2DModel":
