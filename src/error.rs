@@ -639,6 +639,19 @@ pub enum FrequencyError {
         /// found it.
         reason: String,
     },
+    /// A diffusers transformer whose rotary module the crate does not read, with the reason.
+    #[error(
+        "the diffusers transformer {class} rotates with {module}, which the crate does not \
+         read: {reason}; build the RopeSpec and positions by hand from the module's code"
+    )]
+    DiffusersRopeNotRead {
+        /// The transformer's class.
+        class: String,
+        /// diffusers' class of its rotary module.
+        module: &'static str,
+        /// What the module does that the crate does not express or check.
+        reason: &'static str,
+    },
     /// A config that HF transformers itself refuses or fails on.
     #[error("HF transformers 5.x cannot run {what}")]
     HfRejects {

@@ -70,8 +70,8 @@ pub use frequencies::{Frequencies, FrequencyError, Llama3, LongRope, Scaling, Ya
 pub use grid::{GridBlock, MAX_GRID_TOKENS, SincosGrid};
 #[cfg(feature = "hf-config")]
 pub use hf::{
-    DIFFUSERS_WITHOUT_PROJECTION, DIFFUSERS_WITHOUT_TABLE, HfQkNorm, HfRope, LayerRope,
-    TimestepProjection,
+    DIFFUSERS_ROPE_NOT_READ, DIFFUSERS_WITHOUT_PROJECTION, DIFFUSERS_WITHOUT_ROPE_MODULE,
+    DIFFUSERS_WITHOUT_TABLE, DiffusersRope, HfQkNorm, HfRope, LayerRope, TimestepProjection,
 };
 #[cfg(feature = "capture")]
 pub use kernels::capture;

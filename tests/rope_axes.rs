@@ -346,3 +346,146 @@ fn f32_positions_are_refused_where_they_cannot_be_taken() {
         assert!(matches!(e, Error::InvalidParameter { .. }), "{bad}: {e}");
     }
 }
+
+/// Every diffusers transformer's rotary module (`tests/data/diffusers/rope_configs.py`: each
+/// class built from its own config, its rotary module run on the CPU at the pipelines' kind of
+/// positions): the config read by `DiffusersRope::from_diffusers_config` gives the module's
+/// path, class and pair layout, and rotates as the module's cos and sin do at the sampled
+/// tokens; the classes without a module read as none, the others refused by name.
+#[cfg(feature = "hf-config")]
+#[test]
+fn diffusers_rotary_modules_read_from_their_configs() {
+    use wgpu_posenc::{DIFFUSERS_WITHOUT_ROPE_MODULE, DiffusersRope, Error, FrequencyError};
+    let data = test_data("diffusers/rope_configs.json");
+    let builds = data["builds"].as_object().expect("builds");
+    let (mut read, mut refused, mut rotating) = (0, 0, 0);
+    for (label, build) in builds {
+        let class = label.split('#').next().expect("class");
+        let Some(config) = build.get("config") else {
+            // Does not build in diffusers either.
+            assert!(DIFFUSERS_WITHOUT_ROPE_MODULE.contains(&class), "{label}");
+            continue;
+        };
+        let modules = build["rope"].as_array().expect("rope");
+        let got = DiffusersRope::from_diffusers_config(config);
+        if modules.is_empty() {
+            assert!(matches!(got, Ok(None)), "{label}: {got:?}");
+            continue;
+        }
+        rotating += 1;
+        let first = modules[0]["module"].as_str().expect("module");
+        let golden = &build["golden"];
+        let rope = match got {
+            Err(Error::Frequency(FrequencyError::DiffusersRopeNotRead { module, .. })) => {
+                let named = modules.iter().any(|m| m["module"].as_str() == Some(module));
+                assert!(
+                    named,
+                    "{label}: refused naming {module}, which it does not hold"
+                );
+                refused += 1;
+                continue;
+            }
+            other => other.expect("read").expect("a rotary module"),
+        };
+        assert_eq!(rope.module, first, "{label}");
+        assert_eq!(
+            rope.path,
+            modules[0]["path"].as_str().expect("path"),
+            "{label}"
+        );
+        check_module(label, &rope, golden);
+        read += 1;
+    }
+    eprintln!("{rotating} builds with a rotary module: {read} read, {refused} refused by name");
+    assert_eq!(read + refused, rotating);
+}
+
+/// `rope` against the module's cos and sin at the golden tokens: the f64 reference within
+/// what f32 angles of those positions allow, and the GPU within the contract of the reference.
+#[cfg(feature = "hf-config")]
+fn check_module(label: &str, rope: &wgpu_posenc::DiffusersRope, golden: &Value) {
+    let layout = match golden["layout"].as_str().expect("layout") {
+        "interleaved" => PairLayout::Interleaved,
+        _ => PairLayout::HalfSplit,
+    };
+    assert_eq!(rope.spec.pair_layout, layout, "{label}");
+    let pairs = u(&golden["pairs"]);
+    let r = rope.spec.rotary_dim.unwrap_or(rope.head_dim);
+    assert_eq!(r / 2, pairs, "{label}: rotated pairs");
+    let positions: Vec<Vec<f64>> = golden["positions"]
+        .as_array()
+        .expect("positions")
+        .iter()
+        .map(list)
+        .collect();
+    let n = positions.len();
+    // `[t.. | h.. | w..]`; two-axis models leave t at zero.
+    let mut axes = vec![0f32; 3 * n];
+    for (k, p) in positions.iter().enumerate() {
+        let skip = 3 - p.len();
+        for (a, &v) in p.iter().enumerate() {
+            axes[(a + skip) * n + k] = v as f32;
+        }
+    }
+    let words: Vec<u32> = axes.iter().map(|x| x.to_bits()).collect();
+    let (heads, d) = (2u64, rope.head_dim);
+    let shape = Dims {
+        batch: 1,
+        seq: n as u64,
+        heads,
+        head_dim: d,
+    };
+    let q = Rng::new(29).values(n * (heads * d) as usize);
+    let got = rotate(&rope.spec, shape, &q, &words, true);
+    let mut want: Vec<f64> = q.iter().map(|&v| f64::from(v)).collect();
+    reference::rope(
+        &rope.spec,
+        &Layout::bshd(shape),
+        &mut want,
+        axes_of(&words[..], true),
+    );
+    let ours = got
+        .iter()
+        .zip(&want)
+        .map(|(&a, &b)| (f64::from(a) - b).abs())
+        .fold(0.0, f64::max);
+    assert!(ours <= 4e-7, "{label}: {ours:e} from the reference");
+    // The module's rotation of the same rows, from its cos and sin.
+    let mut theirs = 0.0f64;
+    for (k, p) in positions.iter().enumerate() {
+        let (c, s) = (list(&golden["cos"][k]), list(&golden["sin"][k]));
+        let far = p.iter().fold(1.0f64, |m, &v| m.max(v.abs()));
+        // f32 angles of a position `far` (and f32 cos, sin): a few units in their last place.
+        let allowed = 2.0 * (2e-7 + 8.0 * far * 2f64.powi(-24));
+        for h in 0..heads as usize {
+            let row = (k * heads as usize + h) * d as usize;
+            let x = &q[row..row + d as usize];
+            let mut out: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+            for j in 0..pairs as usize {
+                let (i0, i1) = match layout {
+                    PairLayout::Interleaved => (2 * j, 2 * j + 1),
+                    PairLayout::HalfSplit => (j, j + pairs as usize),
+                };
+                let (a, b) = (f64::from(x[i0]), f64::from(x[i1]));
+                out[i0] = a * c[j] - b * s[j];
+                out[i1] = a * s[j] + b * c[j];
+            }
+            let e = out
+                .iter()
+                .zip(&want[row..row + d as usize])
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(
+                e <= allowed,
+                "{label}: token {k} ({p:?}) head {h}: {e:e} from the module"
+            );
+            theirs = theirs.max(e);
+        }
+    }
+    eprintln!(
+        "{label} ({}, {:?}): reference within {theirs:.1e} of the module at {n} tokens, GPU \
+         {ours:.1e} of the reference",
+        rope.module,
+        rope.spec.mrope.map(|m| m.section)
+    );
+}

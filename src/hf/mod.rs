@@ -11,6 +11,7 @@
 
 mod config;
 mod diffusers;
+mod diffusers_rope;
 mod diffusers_timesteps;
 mod families;
 mod generic;
@@ -24,6 +25,7 @@ use crate::frequencies::{FrequencyError, Scaling};
 use crate::spec::{MRopeOrder, NormWeight, OutputOrder, PairLayout, RopeSpec};
 use config::{TextConfig, TopConfig, kind, parse};
 pub use diffusers::DIFFUSERS_WITHOUT_TABLE;
+pub use diffusers_rope::{DIFFUSERS_ROPE_NOT_READ, DIFFUSERS_WITHOUT_ROPE_MODULE, DiffusersRope};
 pub use diffusers_timesteps::{DIFFUSERS_WITHOUT_PROJECTION, TimestepProjection};
 use reader::Reader;
 

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Every diffusers transformer's rotary module, built from the class's own config, run on the CPU.
+
+Run:    python3 tests/data/diffusers/rope_configs.py > tests/data/diffusers/rope_configs.json
+Needs:  torch (CPU), diffusers.
+
+What it records
+---------------
+Each class diffusers exports whose name says transformer or DiT is built on the meta device
+from its default config (or the keys `timestep_configs.PUBLISHED` gives it), with the
+constructors of every rotary module class recorded as they are called, so the module can be
+built again on the CPU with the same arguments the transformer gave it. For each build:
+
+  - `config`: the `config.json` `save_pretrained` would write (`_class_name` added);
+  - `rope`: each rotary module's path and class;
+  - `golden` (where the module's forward is one of the two forms below): the module run on
+    the CPU, and for sampled tokens (random.Random("rope-configs-<label>"), first and last
+    included) their positions and the cos and sin of each pair's angle as the module makes
+    them, in the layout its table has (`interleaved`: a complex table, 2 x 2 rotation
+    matrices, or cos/sin repeated per pair; `half`: cos/sin concatenated twice).
+
+The two forms of forward:
+  - `ids`: the module takes position ids `[tokens, axes]` (FLUX's `FluxPosEmbed` and its
+    copies, the `EmbedND`s, Z-Image's `RopeEmbedder`): the ids given are the pipelines' kind,
+    8 text tokens of zeros, then a 1 x 24 x 40 image grid `(0, row, column)` (a fourth axis,
+    FLUX.2's, is zero), and 8 tokens at the grid's far corner + 5 on every axis;
+  - `grid`: the module takes the latent (`hidden_states`, `[1, C, F, H, W]` or `[1, C, H,
+    W]`) and makes the positions itself, a patch grid of 21 x 30 x 52 tokens (Wan 480p's) or
+    64 x 64 (a 1024 x 1024 image); the positions written are the grid's indices as the
+    module's code makes them (CogView4: `index * rope_axes_dim // tokens`), and the test
+    checks them with the module's angles.
+Classes of other forms are listed with their rotary modules and no golden.
+
+Output (stdout, JSON): {"generator", "diffusers", "torch", "builds": {label: {"config",
+"rope": [{"path", "module"}], "golden": {"path", "module", "form", "layout", "pairs",
+"positions", "cos", "sin"} | null, "error"?}}}
+"""
+
+import inspect
+import json
+import random
+import sys
+import warnings
+
+import diffusers
+import torch
+from diffusers.models import ModelMixin
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+from transformers_matrix import labelled  # noqa: E402
+
+warnings.filterwarnings("ignore")
+
+# Rotary module classes whose forward takes position ids `[tokens, axes]`.
+IDS = {"FluxPosEmbed", "Flux2PosEmbed", "Flux3PosEmbed", "Krea2RotaryPosEmbed",
+       "LongCatImagePosEmbed", "OvisImagePosEmbed", "BriaEmbedND", "BriaPosEmbed",
+       "BriaFiboEmbedND", "PRXEmbedND", "ErnieImageEmbedND3", "HiDreamImageEmbedND",
+       "RopeEmbedder"}
+# Rotary module classes whose forward takes the latent and makes a grid of its patches.
+GRID = {"WanRotaryPosEmbed", "SkyReelsV2RotaryPosEmbed", "HunyuanVideoRotaryPosEmbed",
+        "HunyuanVideo15RotaryPosEmbed", "MotifVideoRotaryPosEmbed", "HunyuanImageRotaryPosEmbed",
+        "CogView4RotaryPosEmbed", "GlmImageRotaryPosEmbed", "ChronoEditRotaryPosEmbed"}
+SAMPLES = 32
+
+
+def rotary_classes():
+    """Every class in diffusers' transformer modules whose name says it is a rotary or
+    position embedding."""
+    import pkgutil
+    import importlib
+    import diffusers.models.transformers as pkg
+    found = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        for name, obj in vars(mod).items():
+            if inspect.isclass(obj) and obj.__module__ == mod.__name__ and any(
+                    k in name for k in ("Rotary", "PosEmbed", "Rope", "EmbedND", "RoPE")):
+                found.append(obj)
+    return found
+
+
+def record_constructors(classes):
+    """Wraps each class's `__init__` so that each instance keeps its arguments."""
+    for cls in classes:
+        init = cls.__init__
+
+        def wrapped(self, *args, __init=init, **kwargs):
+            __init(self, *args, **kwargs)
+            self._posenc_args = (args, kwargs)
+        cls.__init__ = wrapped
+
+
+def to_pairs(out):
+    """The cos and sin of each pair's angle `[tokens, pairs]` (float64) and the table's layout."""
+    if isinstance(out, (tuple, list)) and len(out) == 2:
+        c, s = (t.detach().double() for t in out)
+        c, s = c.reshape(-1, c.shape[-1]), s.reshape(-1, s.shape[-1])
+        d = c.shape[-1]
+        if torch.equal(c[:, 0::2], c[:, 1::2]) and torch.equal(s[:, 0::2], s[:, 1::2]):
+            return c[:, 0::2], s[:, 0::2], "interleaved"
+        if torch.equal(c[:, : d // 2], c[:, d // 2:]) and torch.equal(s[:, : d // 2], s[:, d // 2:]):
+            return c[:, : d // 2], s[:, : d // 2], "half"
+        raise ValueError("a cos/sin table of neither layout")
+    if torch.is_tensor(out) and out.is_complex():
+        z = out.detach().to(torch.complex128)
+        z = z.reshape(-1, z.shape[-1])
+        return z.real, z.imag, "interleaved"
+    if torch.is_tensor(out) and out.shape[-2:] == (2, 2):
+        m = out.detach().double()
+        m = m.reshape(-1, m.shape[-3], 2, 2)
+        return m[..., 0, 0], m[..., 1, 0], "interleaved"
+    raise ValueError(f"an output of type {type(out).__name__}")
+
+
+def ids_positions(axes):
+    """8 text tokens of zeros, a 24 x 40 image grid `(0, row, column)`, 8 tokens past its
+    far corner (a fourth axis, where there is one, zero then `k`)."""
+    text = [[0.0] * axes for _ in range(8)]
+    image = [[0.0, float(r), float(c)] + [0.0] * (axes - 3) for r in range(24) for c in range(40)]
+    far = [[5.0 + k, 28.0 + k, 44.0 + k] + [float(k)] * (axes - 3) for k in range(8)]
+    return torch.tensor(text + image + far, dtype=torch.float32)
+
+
+def run_ids(module):
+    axes = len(getattr(module, "axes_dim", None) or getattr(module, "axes_dims"))
+    if axes < 3:
+        raise ValueError(f"{axes} axes")
+    ids = ids_positions(axes)
+    # Z-Image's `RopeEmbedder` indexes its tables by integer ids.
+    given = ids.long() if type(module).__name__ == "RopeEmbedder" else ids
+    return ids.tolist(), module(given)
+
+
+def run_grid(module, name):
+    """The latent the module is given and the positions its code makes."""
+    image = name in ("CogView4RotaryPosEmbed", "GlmImageRotaryPosEmbed") or (
+        name == "HunyuanImageRotaryPosEmbed" and len(module.rope_dim) == 2)
+    if image:
+        p = module.patch_size if isinstance(module.patch_size, int) else module.patch_size[-1]
+        h = w = 64
+        out = module(torch.empty(1, 4, h * p, w * p))
+        if name == "CogView4RotaryPosEmbed":
+            rows = [r * module.rope_axes_dim[0] // h for r in range(h)]
+            cols = [c * module.rope_axes_dim[1] // w for c in range(w)]
+        else:
+            rows, cols = list(range(h)), list(range(w))
+        return [[float(r), float(c)] for r in rows for c in cols], out
+    f, h, w = 21, 30, 52
+    ps = getattr(module, "patch_size", None)
+    if isinstance(ps, (tuple, list)):
+        pt, ph, pw = ps
+    else:
+        pt, ph, pw = getattr(module, "patch_size_t", 1), ps, ps
+    out = module(torch.empty(1, 4, f * pt, h * ph, w * pw))
+    return [[float(a), float(b), float(c)] for a in range(f) for b in range(h)
+            for c in range(w)], out
+
+
+def golden(label, path, module):
+    name = type(module).__name__
+    args, kwargs = module._posenc_args
+    cpu = type(module)(*args, **kwargs)
+    if name in IDS:
+        form, (positions, out) = "ids", run_ids(cpu)
+    elif name in GRID:
+        form, (positions, out) = "grid", run_grid(cpu, name)
+    else:
+        return None
+    cos, sin, layout = to_pairs(out)
+    if cos.shape[0] != len(positions):
+        raise ValueError(f"{cos.shape[0]} rows for {len(positions)} tokens")
+    rng = random.Random(f"rope-configs-{label}")
+    s = len(positions)
+    rows = sorted({0, s - 1} | {rng.randrange(s) for _ in range(SAMPLES - 2)})
+    return dict(path=path, module=name, form=form, layout=layout, pairs=cos.shape[1],
+                rows=rows, positions=[positions[r] for r in rows],
+                cos=[cos[r].tolist() for r in rows], sin=[sin[r].tolist() for r in rows])
+
+
+def build(cls, kwargs, label):
+    with torch.device("meta"):
+        model = cls(**kwargs)
+    config = dict(model.config)
+    config["_class_name"] = cls.__name__
+    mods = [(p, m) for p, m in model.named_modules() if hasattr(m, "_posenc_args")]
+    # Rotary embedders that are plain objects, not modules (Z-Image's `RopeEmbedder`).
+    mods += [(p, m) for p, m in vars(model).items()
+             if not isinstance(m, torch.nn.Module) and hasattr(m, "_posenc_args")]
+    entry = dict(config=json.loads(json.dumps(config, default=str)),
+                 rope=[dict(path=p, module=type(m).__name__) for p, m in mods], golden=None)
+    for p, m in mods:
+        try:
+            entry["golden"] = golden(label, p, m)
+        except Exception as e:  # noqa: BLE001 (the form is not one of the two)
+            entry["golden_error"] = f"{type(e).__name__}: {str(e)[:160]}"
+        break
+    return entry
+
+
+def main():
+    record_constructors(rotary_classes())
+    names = sorted(n for n in dir(diffusers)
+                   if inspect.isclass(getattr(diffusers, n, None))
+                   and issubclass(getattr(diffusers, n), ModelMixin)
+                   and ("Transformer" in n or "DiT" in n))
+    builds = {}
+    for name in names:
+        for label, kwargs in labelled(name):
+            try:
+                builds[label] = build(getattr(diffusers, name), kwargs, label)
+            except Exception as e:  # noqa: BLE001 (the config does not build)
+                builds[label] = dict(error=f"{type(e).__name__}: {str(e)[:160]}")
+    out = dict(generator="tests/data/diffusers/rope_configs.py", diffusers=diffusers.__version__,
+               torch=torch.__version__, builds=builds)
+    json.dump(out, sys.stdout)
+    n = sum(1 for b in builds.values() if b.get("golden"))
+    print(f"{len(builds)} builds, {sum(1 for b in builds.values() if b.get('rope'))} with a "
+          f"rotary module, {n} run", file=sys.stderr)
+    for k, b in builds.items():
+        if b.get("rope") and not b.get("golden"):
+            print(k, [r["module"] for r in b["rope"]], b.get("golden_error", ""), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
