@@ -1,8 +1,9 @@
 //! Random `config.json` values through `HfRope::from_config` (and `RopeSpec::from_hf_config`,
 //! `Scaling::from_hf_config`, and `angle_words` of each layer's spec): the committed fixtures
 //! and every family's default config; and diffusers transformer configs (every class's
-//! default config, `timestep_configs.json`) through `TimestepProjection::from_diffusers_config`
-//! and `SincosGrid::from_diffusers_config` at random latents; with keys removed or set to values of the wrong type,
+//! default config, `timestep_configs.json`) through `TimestepProjection::from_diffusers_config`,
+//! `SincosGrid::from_diffusers_config` at random latents and `DiffusersRope::
+//! from_diffusers_config`; with keys removed or set to values of the wrong type,
 //! zero, negative, fractional, huge (up to `u64::MAX` and `±f64::MAX`; NaN and infinities
 //! are not JSON, and serde_json refuses numbers past f64 before the crate sees them), or
 //! another family's `model_type`. Each config is read or refused; a panic is a failure.
@@ -17,7 +18,7 @@ use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 use serde_json::{Map, Value, json};
-use wgpu_posenc::{HfRope, RopeSpec, Scaling, SincosGrid, TimestepProjection};
+use wgpu_posenc::{DiffusersRope, HfRope, RopeSpec, Scaling, SincosGrid, TimestepProjection};
 
 use super::common::Rng;
 
@@ -289,7 +290,18 @@ fn read_diffusers(config: &Value, rng: &mut Rng) -> Result<bool, String> {
     if let Ok(Some(g)) = &grid {
         g.validate().map_err(|e| format!("grid: {e}"))?;
     }
-    Ok(steps.is_ok() || matches!(grid, Ok(Some(_))))
+    // A rotary module read is one the spec's own checks accept at its head.
+    let rope = DiffusersRope::from_diffusers_config(config);
+    if let Ok(Some(r)) = &rope {
+        let _ = r.spec.angle_words(r.head_dim, 4096);
+        if r.spec.rotary_dim.unwrap_or(r.head_dim) > r.head_dim {
+            return Err(format!(
+                "{}: rotates past head_dim {}",
+                r.module, r.head_dim
+            ));
+        }
+    }
+    Ok(steps.is_ok() || matches!(grid, Ok(Some(_))) || matches!(rope, Ok(Some(_))))
 }
 
 /// Reads one config through every entry point; `Err` names what broke an invariant.
