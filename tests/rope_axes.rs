@@ -104,6 +104,17 @@ fn axes_of<A>(words: A, float: bool) -> Positions<A> {
 /// `q` rotated by `spec` on the GPU, BSHD after 7 poisoned elements and before 7 more, the
 /// guards checked.
 fn rotate(spec: &RopeSpec, dims: Dims, q: &[f32], words: &[u32], float: bool) -> Vec<f32> {
+    rotate_with(spec, dims, q, words, |v| axes_of(v, float))
+}
+
+/// [`rotate`] with the positions made by `kind` from the words' buffer.
+fn rotate_with(
+    spec: &RopeSpec,
+    dims: Dims,
+    q: &[f32],
+    words: &[u32],
+    kind: impl for<'a> Fn(ArrayView<'a>) -> Positions<ArrayView<'a>>,
+) -> Vec<f32> {
     let guard = 7;
     let layout = Layout::bshd(dims).with_offset(guard as u64);
     let len = q.len();
@@ -114,7 +125,7 @@ fn rotate(spec: &RopeSpec, dims: Dims, q: &[f32], words: &[u32], float: bool) ->
         .collect();
     let ids = u32_buffer(words);
     let out = run_on_buffer(&input, |encoder, buffer| {
-        let positions = axes_of(ArrayView::new(&ids), float);
+        let positions = kind(ArrayView::new(&ids));
         ctx()
             .encode_rope(encoder, spec, &TensorView::new(buffer, layout), positions)
             .expect("encode");
@@ -347,11 +358,11 @@ fn f32_positions_are_refused_where_they_cannot_be_taken() {
     }
 }
 
-/// Every diffusers transformer's rotary module (`tests/data/diffusers/rope_configs.py`: each
-/// class built from its own config, its rotary module run on the CPU at the pipelines' kind of
-/// positions): the config read by `DiffusersRope::from_diffusers_config` gives the module's
-/// path, class and pair layout, and rotates as the module's cos and sin do at the sampled
-/// tokens; the classes without a module read as none, the others refused by name.
+/// Every diffusers transformer's rotary modules (`tests/data/diffusers/rope_configs.py`: each
+/// class built from its own config, its rotary modules run on the CPU at the pipelines' kind
+/// of positions): the config read by `DiffusersRope::from_diffusers_config` gives each
+/// module's path, class and pair layout, and rotates as the module's cos and sin do at the
+/// sampled tokens; the classes without a module read as none, the others refused by name.
 #[cfg(feature = "hf-config")]
 #[test]
 fn diffusers_rotary_modules_read_from_their_configs() {
@@ -369,13 +380,11 @@ fn diffusers_rotary_modules_read_from_their_configs() {
         let modules = build["rope"].as_array().expect("rope");
         let got = DiffusersRope::from_diffusers_config(config);
         if modules.is_empty() {
-            assert!(matches!(got, Ok(None)), "{label}: {got:?}");
+            assert!(matches!(&got, Ok(v) if v.is_empty()), "{label}: {got:?}");
             continue;
         }
         rotating += 1;
-        let first = modules[0]["module"].as_str().expect("module");
-        let golden = &build["golden"];
-        let rope = match got {
+        let read_modules = match got {
             Err(Error::Frequency(FrequencyError::DiffusersRopeNotRead { module, .. })) => {
                 let named = modules.iter().any(|m| m["module"].as_str() == Some(module));
                 assert!(
@@ -385,15 +394,17 @@ fn diffusers_rotary_modules_read_from_their_configs() {
                 refused += 1;
                 continue;
             }
-            other => other.expect("read").expect("a rotary module"),
+            other => other.expect("read"),
         };
-        assert_eq!(rope.module, first, "{label}");
-        assert_eq!(
-            rope.path,
-            modules[0]["path"].as_str().expect("path"),
-            "{label}"
-        );
-        check_module(label, &rope, golden);
+        // Every module the class holds, in its order, each run by diffusers.
+        let golden = build["golden"].as_array().expect("golden");
+        assert_eq!(read_modules.len(), modules.len(), "{label}");
+        assert_eq!(golden.len(), modules.len(), "{label}: every module run");
+        for ((rope, m), g) in read_modules.iter().zip(modules).zip(golden) {
+            assert_eq!(Some(rope.module), m["module"].as_str(), "{label}");
+            assert_eq!(Some(rope.path), m["path"].as_str(), "{label}");
+            check_module(label, rope, g);
+        }
         read += 1;
     }
     eprintln!("{rotating} builds with a rotary module: {read} read, {refused} refused by name");
@@ -419,10 +430,13 @@ fn check_module(label: &str, rope: &wgpu_posenc::DiffusersRope, golden: &Value) 
         .map(list)
         .collect();
     let n = positions.len();
-    // `[t.. | h.. | w..]`; two-axis models leave t at zero.
-    let mut axes = vec![0f32; 3 * n];
+    // `[t.. | h.. | w..]`, two-axis models leaving t at zero; or one a token.
+    let axes_mode = rope.spec.mrope.is_some();
+    let rows = if axes_mode { 3 } else { 1 };
+    let mut axes = vec![0f32; rows * n];
     for (k, p) in positions.iter().enumerate() {
-        let skip = 3 - p.len();
+        assert!(p.len() <= rows, "{label}: {} position axes", p.len());
+        let skip = rows - p.len();
         for (a, &v) in p.iter().enumerate() {
             axes[(a + skip) * n + k] = v as f32;
         }
@@ -436,14 +450,10 @@ fn check_module(label: &str, rope: &wgpu_posenc::DiffusersRope, golden: &Value) 
         head_dim: d,
     };
     let q = Rng::new(29).values(n * (heads * d) as usize);
-    let got = rotate(&rope.spec, shape, &q, &words, true);
+    let got = rotate_with(&rope.spec, shape, &q, &words, |v| axes_or_1d(v, axes_mode));
     let mut want: Vec<f64> = q.iter().map(|&v| f64::from(v)).collect();
-    reference::rope(
-        &rope.spec,
-        &Layout::bshd(shape),
-        &mut want,
-        axes_of(&words[..], true),
-    );
+    let host = axes_or_1d(&words[..], axes_mode);
+    reference::rope(&rope.spec, &Layout::bshd(shape), &mut want, host);
     let ours = got
         .iter()
         .zip(&want)

@@ -43,7 +43,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 30] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 24] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -105,16 +105,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 30] = [
         "interleaved M-RoPE sections (24, 20, 20) over half-split pairs at positions past 65 536: not checked yet",
     ),
     (
-        "Kandinsky5Transformer3DModel",
-        "Kandinsky5RoPE3D",
-        "a per-axis scale factor",
-    ),
-    (
-        "Kandinsky6SRTransformer3DModel",
-        "Kandinsky6SRRoPE3D",
-        "a per-axis scale factor",
-    ),
-    (
         "Kandinsky6Transformer3DModel",
         "Kandinsky6RoPE3D",
         "a per-axis scale factor",
@@ -130,24 +120,9 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 30] = [
         "frequencies increasing from pi/2 and fractional coordinates",
     ),
     (
-        "LongCatAudioDiTTransformer",
-        "AudioDiTRotaryEmbedding",
-        "a 1-D audio RoPE, not checked yet",
-    ),
-    (
         "Lumina2Transformer2DModel",
         "Lumina2RotaryPosEmbed",
         "caption and image positions made with the attention mask at call time: not checked yet",
-    ),
-    (
-        "MiniMaxH3Transformer3DModel",
-        "MiniMaxH3RotaryPosEmbed",
-        "half-split pairs over a 96-channel prefix at float positions: not checked yet",
-    ),
-    (
-        "MiniMaxMusic3Transformer1DModel",
-        "MiniMaxMusic3RotaryEmbedding",
-        "a 1-D audio RoPE, not checked yet",
     ),
     (
         "MochiTransformer3DModel",
@@ -189,11 +164,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 30] = [
         "SanaWMRotaryPosEmbed",
         "its own frame/height/width split, not checked yet",
     ),
-    (
-        "StableAudio3DiTModel",
-        "StableAudio3RotaryEmbedding",
-        "a 1-D audio RoPE over part of the head, not checked yet",
-    ),
 ];
 
 /// The rotary embedding of a diffusers transformer: what its rotary module computes for the
@@ -205,173 +175,189 @@ pub struct DiffusersRope {
     /// diffusers' class of the module (`FluxPosEmbed`, `WanRotaryPosEmbed`, ...).
     pub module: &'static str,
     /// The rotation: [`RopeSpec::axes_rope`] with each axis's width (pairs, `[t, h, w]`;
-    /// two-axis models leave `t` at 0 and read rows 1 and 2 of the positions), the module's
-    /// theta, its pair layout, and the rotated width where it is less than the head.
+    /// two-axis models leave `t` at 0 and read rows 1 and 2 of the positions), or a 1-D
+    /// RoPE (audio and text modules); the module's theta, its pair layout, and the rotated
+    /// width where it is less than the head.
     pub spec: RopeSpec,
     /// The attention head's width (`attention_head_dim`, or the axes' sum where the config
     /// names none).
     pub head_dim: u64,
 }
 
-/// The axes' widths (elements) of a rule.
+/// What a module rotates, and by which frequencies.
 #[derive(Clone, Copy)]
-enum Widths {
-    /// A key of the config (a list of two or three even widths), with diffusers' default.
-    Key(&'static str, &'static [u64]),
-    /// Wan's split of `attention_head_dim`: `h = w = 2 * (d / 6)`, `t = d - h - w`.
+enum Form {
+    /// Two or three axes, each its own list: a key of the config (a list of widths, in
+    /// elements) with diffusers' default.
+    Axes(&'static str, &'static [u64]),
+    /// Wan's split of the head: `h = w = 2 * (d / 6)`, `t = d - h - w`.
     Wan,
     /// CogView4's: `[d / 2, d / 2]` over height and width.
     HalfEach,
+    /// MiniMax H3's: three axes of `2 n` lanes each (`n` a key with its default).
+    Shared(&'static str, u64),
+    /// 1-D RoPE over the whole head.
+    Head,
+    /// 1-D RoPE over the first lanes: a key with its default (MiniMax Music 3's
+    /// `rotary_dim`).
+    Prefix(&'static str, u64),
+    /// 1-D RoPE over the first half of the head (Stable Audio 3's).
+    HalfHead,
 }
 
-/// The theta of a rule.
+/// The theta of a rule: a constant, or a key with diffusers' default.
 #[derive(Clone, Copy)]
 enum Theta {
     Fixed(f64),
     Key(&'static str, f64),
 }
 
-/// How a class builds its rotary module.
+/// The head width of a class: a key with diffusers' default, the axes' sum, the sum of an
+/// `axes_dims` key (Kandinsky's text module), or a model width over its heads.
+#[derive(Clone, Copy)]
+enum Head {
+    Key(&'static str, u64),
+    Sum,
+    AxesSum(&'static str, &'static [u64]),
+    Over(&'static str, u64, &'static str, u64),
+}
+
+/// How a class builds one of its rotary modules.
+#[derive(Clone, Copy)]
 struct Rule {
     path: &'static str,
     module: &'static str,
-    widths: Widths,
+    form: Form,
     theta: Theta,
     layout: PairLayout,
+    head: Head,
 }
 
-/// FLUX's axes `(16, 56, 56)`.
+const IL: PairLayout = PairLayout::Interleaved;
+const HS: PairLayout = PairLayout::HalfSplit;
+const HEAD: Head = Head::Key("attention_head_dim", 128);
+const T4: Theta = Theta::Fixed(1e4);
+/// FLUX's and HunyuanVideo's axes `(16, 56, 56)`.
 const FLUX_AXES: &[u64] = &[16, 56, 56];
-/// HunyuanVideo's axes `(16, 56, 56)`.
-const HY_AXES: &[u64] = &[16, 56, 56];
 /// Z-Image's, Bria Fibo 2's and Krea 2's axes `(32, 48, 48)`.
 const Z_AXES: &[u64] = &[32, 48, 48];
+/// Kandinsky 5's and 6 SR's axes `(16, 24, 24)`.
+const K_AXES: &[u64] = &[16, 24, 24];
 
-fn rule(class: &str) -> Option<Rule> {
-    let il = PairLayout::Interleaved;
-    let axes = |path, module, key, default, theta| Rule {
+/// An interleaved rule over `attention_head_dim`.
+const fn rule(path: &'static str, module: &'static str, form: Form, theta: Theta) -> Rule {
+    Rule {
         path,
         module,
-        widths: Widths::Key(key, default),
+        form,
         theta,
-        layout: il,
+        layout: IL,
+        head: HEAD,
+    }
+}
+
+/// `r` with another layout and head.
+const fn with(mut r: Rule, layout: PairLayout, head: Head) -> Rule {
+    r.layout = layout;
+    r.head = head;
+    r
+}
+
+/// The rules of a class's rotary modules, in the order the class builds them.
+fn rules(class: &str) -> Option<Vec<Rule>> {
+    let flux = |m| rule("pos_embed", m, Form::Axes("axes_dims_rope", FLUX_AXES), T4);
+    let keyed = |m| {
+        let theta = Theta::Key("rope_theta", 1e4);
+        rule(
+            "pos_embed",
+            m,
+            Form::Axes("axes_dims_rope", FLUX_AXES),
+            theta,
+        )
     };
+    let hunyuan = |m, default| {
+        let theta = Theta::Key("rope_theta", 256.0);
+        rule("rope", m, Form::Axes("rope_axes_dim", default), theta)
+    };
+    let wan = |m| rule("rope", m, Form::Wan, T4);
+    let glm = |m| {
+        let head = Head::Key("attention_head_dim", 40);
+        with(rule("rope", m, Form::HalfEach, T4), HS, head)
+    };
+    let kandinsky = |m| {
+        let (form, head) = (
+            Form::Axes("axes_dims", K_AXES),
+            Head::AxesSum("axes_dims", K_AXES),
+        );
+        with(rule("visual_rope_embeddings", m, form, T4), IL, head)
+    };
+    let krea = Form::Axes("axes_dims_rope", Z_AXES);
+    let z = Form::Axes("axes_dims", Z_AXES);
+    let text = Head::AxesSum("axes_dims", K_AXES);
+    let h3 = Form::Shared("rope_freq_dim", 16);
     Some(match class {
-        "FluxTransformer2DModel" | "ChromaTransformer2DModel" => axes(
-            "pos_embed",
-            "FluxPosEmbed",
-            "axes_dims_rope",
-            FLUX_AXES,
-            Theta::Fixed(1e4),
-        ),
-        "LongCatImageTransformer2DModel" => axes(
-            "pos_embed",
-            "LongCatImagePosEmbed",
-            "axes_dims_rope",
-            FLUX_AXES,
-            Theta::Fixed(1e4),
-        ),
-        "OvisImageTransformer2DModel" => axes(
-            "pos_embed",
-            "OvisImagePosEmbed",
-            "axes_dims_rope",
-            FLUX_AXES,
-            Theta::Fixed(1e4),
-        ),
-        "BriaTransformer2DModel" => axes(
-            "pos_embed",
-            "BriaEmbedND",
-            "axes_dims_rope",
-            FLUX_AXES,
-            Theta::Key("rope_theta", 1e4),
-        ),
-        "BriaFiboTransformer2DModel" => axes(
-            "pos_embed",
-            "BriaFiboEmbedND",
-            "axes_dims_rope",
-            FLUX_AXES,
-            Theta::Key("rope_theta", 1e4),
-        ),
-        "Krea2Transformer2DModel" => axes(
-            "rotary_emb",
-            "Krea2RotaryPosEmbed",
-            "axes_dims_rope",
-            Z_AXES,
-            Theta::Key("rope_theta", 1000.0),
-        ),
-        "ZImageTransformer2DModel" | "BriaFibo2Transformer2DModel" => axes(
-            "rope_embedder",
-            "RopeEmbedder",
-            "axes_dims",
-            Z_AXES,
-            Theta::Key("rope_theta", 256.0),
-        ),
-        "HunyuanVideoTransformer3DModel" => axes(
-            "rope",
-            "HunyuanVideoRotaryPosEmbed",
-            "rope_axes_dim",
-            HY_AXES,
-            Theta::Key("rope_theta", 256.0),
-        ),
-        "HunyuanVideo15Transformer3DModel" => axes(
-            "rope",
-            "HunyuanVideo15RotaryPosEmbed",
-            "rope_axes_dim",
-            HY_AXES,
-            Theta::Key("rope_theta", 256.0),
-        ),
-        "MotifVideoTransformer3DModel" => axes(
-            "rope",
-            "MotifVideoRotaryPosEmbed",
-            "rope_axes_dim",
-            HY_AXES,
-            Theta::Key("rope_theta", 256.0),
-        ),
-        "HunyuanImageTransformer2DModel" => axes(
-            "rope",
-            "HunyuanImageRotaryPosEmbed",
-            "rope_axes_dim",
-            &[64, 64],
-            Theta::Key("rope_theta", 256.0),
-        ),
+        "FluxTransformer2DModel" | "ChromaTransformer2DModel" => vec![flux("FluxPosEmbed")],
+        "LongCatImageTransformer2DModel" => vec![flux("LongCatImagePosEmbed")],
+        "OvisImageTransformer2DModel" => vec![flux("OvisImagePosEmbed")],
+        "BriaTransformer2DModel" => vec![keyed("BriaEmbedND")],
+        "BriaFiboTransformer2DModel" => vec![keyed("BriaFiboEmbedND")],
+        "Krea2Transformer2DModel" => {
+            let theta = Theta::Key("rope_theta", 1000.0);
+            vec![rule("rotary_emb", "Krea2RotaryPosEmbed", krea, theta)]
+        }
+        "ZImageTransformer2DModel" | "BriaFibo2Transformer2DModel" => {
+            let theta = Theta::Key("rope_theta", 256.0);
+            let r = rule("rope_embedder", "RopeEmbedder", z, theta);
+            vec![with(r, IL, Head::Sum)]
+        }
+        "HunyuanVideoTransformer3DModel" => vec![hunyuan("HunyuanVideoRotaryPosEmbed", FLUX_AXES)],
+        "HunyuanVideo15Transformer3DModel" => {
+            vec![hunyuan("HunyuanVideo15RotaryPosEmbed", FLUX_AXES)]
+        }
+        "MotifVideoTransformer3DModel" => vec![hunyuan("MotifVideoRotaryPosEmbed", FLUX_AXES)],
+        "HunyuanImageTransformer2DModel" => {
+            vec![hunyuan("HunyuanImageRotaryPosEmbed", &[64, 64])]
+        }
         "WanTransformer3DModel"
         | "WanVACETransformer3DModel"
         | "WanAnimateTransformer3DModel"
-        | "SanaVideoTransformer3DModel" => Rule {
-            path: "rope",
-            module: "WanRotaryPosEmbed",
-            widths: Widths::Wan,
-            theta: Theta::Fixed(1e4),
-            layout: il,
-        },
-        "SkyReelsV2Transformer3DModel" => Rule {
-            path: "rope",
-            module: "SkyReelsV2RotaryPosEmbed",
-            widths: Widths::Wan,
-            theta: Theta::Fixed(1e4),
-            layout: il,
-        },
-        "ChronoEditTransformer3DModel" => Rule {
-            path: "rope",
-            module: "ChronoEditRotaryPosEmbed",
-            widths: Widths::Wan,
-            theta: Theta::Fixed(1e4),
-            layout: il,
-        },
-        "CogView4Transformer2DModel" => Rule {
-            path: "rope",
-            module: "CogView4RotaryPosEmbed",
-            widths: Widths::HalfEach,
-            theta: Theta::Fixed(1e4),
-            layout: PairLayout::HalfSplit,
-        },
-        "GlmImageTransformer2DModel" => Rule {
-            path: "rope",
-            module: "GlmImageRotaryPosEmbed",
-            widths: Widths::HalfEach,
-            theta: Theta::Fixed(1e4),
-            layout: PairLayout::HalfSplit,
-        },
+        | "SanaVideoTransformer3DModel" => vec![wan("WanRotaryPosEmbed")],
+        "SkyReelsV2Transformer3DModel" => vec![wan("SkyReelsV2RotaryPosEmbed")],
+        "ChronoEditTransformer3DModel" => vec![wan("ChronoEditRotaryPosEmbed")],
+        "CogView4Transformer2DModel" => vec![glm("CogView4RotaryPosEmbed")],
+        "GlmImageTransformer2DModel" => vec![glm("GlmImageRotaryPosEmbed")],
+        "Kandinsky5Transformer3DModel" => {
+            let r = rule("text_rope_embeddings", "Kandinsky5RoPE1D", Form::Head, T4);
+            vec![with(r, IL, text), kandinsky("Kandinsky5RoPE3D")]
+        }
+        "Kandinsky6SRTransformer3DModel" => vec![kandinsky("Kandinsky6SRRoPE3D")],
+        "StableAudio3DiTModel" => {
+            let r = rule(
+                "rotary_pos_emb",
+                "StableAudio3RotaryEmbedding",
+                Form::HalfHead,
+                T4,
+            );
+            vec![with(r, HS, Head::Over("embed_dim", 1536, "num_heads", 24))]
+        }
+        "LongCatAudioDiTTransformer" => {
+            let theta = Theta::Fixed(1e5);
+            let r = rule("rotary_embed", "AudioDiTRotaryEmbedding", Form::Head, theta);
+            vec![with(r, HS, Head::Over("dit_dim", 1536, "dit_heads", 24))]
+        }
+        "MiniMaxMusic3Transformer1DModel" => {
+            let form = Form::Prefix("rotary_dim", 32);
+            let r = rule("rotary_emb", "MiniMaxMusic3RotaryEmbedding", form, T4);
+            vec![with(r, HS, Head::Key("attention_head_dim", 64))]
+        }
+        "MiniMaxH3Transformer3DModel" => {
+            let theta = Theta::Key("rope_theta", 1e4);
+            vec![with(
+                rule("rope", "MiniMaxH3RotaryPosEmbed", h3, theta),
+                HS,
+                HEAD,
+            )]
+        }
         _ => return None,
     })
 }
@@ -392,7 +378,7 @@ fn not_read(class: &str) -> Option<Error> {
 
 /// A list of two or three positive even widths (elements) under `key`, or the default.
 fn widths(keys: &Keys<'_>, key: &str, default: &[u64]) -> Result<Vec<u64>> {
-    let need = "a list of two or three positive even widths";
+    let need = "a list of two or three positive even widths of at most 2^20";
     let Some(v) = keys.0.get(key).filter(|v| !v.is_null()) else {
         return Ok(default.to_vec());
     };
@@ -410,81 +396,134 @@ fn widths(keys: &Keys<'_>, key: &str, default: &[u64]) -> Result<Vec<u64>> {
     }
 }
 
+/// A positive key of at most [`RopeSpec::MAX_HEAD_DIM`], or its default.
+fn width(keys: &Keys<'_>, key: &str, default: u64) -> Result<u64> {
+    match keys.opt_u(key)? {
+        Some(n) if n > RopeSpec::MAX_HEAD_DIM => {
+            Err(Keys::bad(key, "a width of at most 2^20", Some(&n.into())))
+        }
+        n => Ok(n.unwrap_or(default)),
+    }
+}
+
+/// The head width of a rule (`sum`: the axes' widths).
+fn head_dim(keys: &Keys<'_>, head: Head, sum: u64) -> Result<u64> {
+    match head {
+        Head::Key(key, default) => width(keys, key, default),
+        Head::Sum => Ok(sum),
+        Head::AxesSum(key, default) => Ok(widths(keys, key, default)?.iter().sum()),
+        Head::Over(dim, d, heads, h) => {
+            let (dim, n) = (keys.opt_u(dim)?.unwrap_or(d), width(keys, heads, h)?);
+            match dim % n {
+                0 if dim / n <= RopeSpec::MAX_HEAD_DIM => Ok(dim / n),
+                _ => Err(Keys::bad(
+                    heads,
+                    "a divisor of the model width, heads of at most 2^20 lanes",
+                    Some(&n.into()),
+                )),
+            }
+        }
+    }
+}
+
+/// The axes' widths in elements (empty for 1-D), the head and, for 1-D, the rotated width.
+fn shape(keys: &Keys<'_>, rule: Rule) -> Result<(Vec<u64>, u64, Option<u64>)> {
+    let head = |sum| head_dim(keys, rule.head, sum);
+    Ok(match rule.form {
+        Form::Axes(key, default) => {
+            let dims = widths(keys, key, default)?;
+            let d = head(dims.iter().sum())?;
+            (dims, d, None)
+        }
+        Form::Wan => {
+            let d = head(0)?;
+            let hw = 2 * (d / 6);
+            (vec![d - 2 * hw, hw, hw], d, None)
+        }
+        Form::HalfEach => {
+            let d = head(0)?;
+            if d % 4 != 0 {
+                let need = "a multiple of 4 (two axes of even widths)";
+                return Err(Keys::bad("attention_head_dim", need, Some(&d.into())));
+            }
+            (vec![d / 2, d / 2], d, None)
+        }
+        Form::Shared(key, default) => (vec![2 * width(keys, key, default)?; 3], head(0)?, None),
+        Form::Head => {
+            let d = head(0)?;
+            (Vec::new(), d, Some(d))
+        }
+        Form::Prefix(key, default) => (Vec::new(), head(0)?, Some(width(keys, key, default)?)),
+        Form::HalfHead => {
+            let d = head(0)?;
+            (Vec::new(), d, Some(d / 2))
+        }
+    })
+}
+
+/// One module's rotation, from its rule.
+fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<DiffusersRope> {
+    let (dims, d, one_d) = shape(keys, rule)?;
+    let rotated = one_d.unwrap_or_else(|| dims.iter().sum());
+    if rotated == 0 || rotated > d || rotated % 2 != 0 || dims.iter().any(|&w| w % 2 != 0) {
+        return Err(Keys::bad(
+            "attention_head_dim",
+            "at least the rotated width, which must be even and positive (each axis's too)",
+            Some(&d.into()),
+        ));
+    }
+    let theta = match rule.theta {
+        Theta::Fixed(t) => t,
+        Theta::Key(key, default) => keys.opt_f(key)?.unwrap_or(default),
+    };
+    let mut spec = RopeSpec::new().base(theta).pair_layout(rule.layout);
+    spec = match dims[..] {
+        [] => spec,
+        [h, w] => spec.axes_rope([0, h / 2, w / 2]),
+        [t, h, w] => spec.axes_rope([t / 2, h / 2, w / 2]),
+        _ => return Err(Keys::bad("axes", "two or three widths", None)),
+    };
+    if rotated < d {
+        spec = spec.rotary_dim(rotated);
+    }
+    spec.validate(d)?;
+    Ok(DiffusersRope {
+        path: rule.path,
+        module: rule.module,
+        spec,
+        head_dim: d,
+    })
+}
+
 impl DiffusersRope {
-    /// The rotary embedding of a diffusers transformer, from its `config.json` (feature
-    /// `hf-config`): FLUX.1 and the classes that copy its `FluxPosEmbed` (Chroma, LongCat-
-    /// Image, Ovis-Image, Bria, Bria Fibo, Krea 2), Z-Image and Bria Fibo 2, HunyuanVideo 1 and
-    /// 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x and its VACE and Animate variants,
-    /// Sana-Video, SkyReels-V2, ChronoEdit, CogView4 and GLM-Image (two axes, half-split).
-    /// Each module's positions are the caller's ([`Positions::Axes`](crate::Positions::Axes)
-    /// or `FloatAxes`): FLUX's ids as its pipeline makes them, Wan's and HunyuanVideo's
-    /// `(frame, row, column)` of the patch grid, CogView4's `row * rope_axes_dim[0] / rows`.
-    /// `Ok(None)` for a transformer with no rotary module
-    /// ([`DIFFUSERS_WITHOUT_ROPE_MODULE`]); a class whose module the crate does not read
-    /// ([`DIFFUSERS_ROPE_NOT_READ`]) is an error that names it and says why, as is an
+    /// The rotary modules of a diffusers transformer, from its `config.json` (feature
+    /// `hf-config`), in the order the class builds them: FLUX.1 and the classes that copy its
+    /// `FluxPosEmbed` (Chroma, LongCat-Image, Ovis-Image, Bria, Bria Fibo, Krea 2), Z-Image
+    /// and Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x
+    /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, CogView4 and
+    /// GLM-Image (two axes, half-split), Kandinsky 5 (its 1-D text module and its visual one)
+    /// and 6 SR, MiniMax H3 (three axes over the first 96 lanes, half-split), and the 1-D
+    /// RoPEs of Stable Audio 3, LongCat Audio and MiniMax Music 3.
+    ///
+    /// The positions are the caller's, as each module's forward or pipeline makes them
+    /// ([`Positions::Axes`](crate::Positions::Axes) or `FloatAxes` for axes, `[t.. | h.. |
+    /// w..]`; 1-D positions otherwise): FLUX's ids, Wan's and HunyuanVideo's `(frame, row,
+    /// column)` of the patch grid, CogView4's `row * rope_axes_dim[0] / rows`, Kandinsky's
+    /// `(t, h, w) / scale_factor` as f32. An empty list for a transformer with no rotary
+    /// module ([`DIFFUSERS_WITHOUT_ROPE_MODULE`]); a class whose module the crate does not
+    /// read ([`DIFFUSERS_ROPE_NOT_READ`]) is an error that names it and says why, as is an
     /// unknown `_class_name` or a bad key.
-    pub fn from_diffusers_config(config: &Value) -> Result<Option<Self>> {
+    pub fn from_diffusers_config(config: &Value) -> Result<Vec<Self>> {
         let (keys, class) = read_class(config)?;
         if let Some(e) = not_read(class) {
             return Err(e);
         }
-        let Some(rule) = rule(class) else {
+        let Some(rules) = rules(class) else {
             return match DIFFUSERS_WITHOUT_ROPE_MODULE.contains(&class) {
-                true => Ok(None),
+                true => Ok(Vec::new()),
                 false => Err(keys.unknown_class()),
             };
         };
-        let head = keys.opt_u("attention_head_dim")?;
-        let dims = match rule.widths {
-            Widths::Key(key, default) => widths(&keys, key, default)?,
-            Widths::Wan => {
-                let d = head.unwrap_or(128);
-                let hw = 2 * (d / 6);
-                vec![d - 2 * hw, hw, hw]
-            }
-            Widths::HalfEach => {
-                let d = head.unwrap_or(40);
-                if d % 4 != 0 {
-                    return Err(Keys::bad(
-                        "attention_head_dim",
-                        "a multiple of 4 (two axes of even widths)",
-                        Some(&d.into()),
-                    ));
-                }
-                vec![d / 2, d / 2]
-            }
-        };
-        let rotated: u64 = dims.iter().sum();
-        let head_dim = head.unwrap_or(rotated);
-        if rotated > head_dim || dims.iter().any(|&w| w % 2 != 0) {
-            return Err(Keys::bad(
-                "attention_head_dim",
-                "at least the axes' widths' sum, each width even",
-                Some(&head_dim.into()),
-            ));
-        }
-        let theta = match rule.theta {
-            Theta::Fixed(t) => t,
-            Theta::Key(key, default) => keys.opt_f(key)?.unwrap_or(default),
-        };
-        let section = match dims[..] {
-            [h, w] => [0, h / 2, w / 2],
-            [t, h, w] => [t / 2, h / 2, w / 2],
-            _ => return Err(Keys::bad("axes", "two or three widths", None)),
-        };
-        let mut spec = RopeSpec::new()
-            .base(theta)
-            .pair_layout(rule.layout)
-            .axes_rope(section);
-        if rotated < head_dim {
-            spec = spec.rotary_dim(rotated);
-        }
-        spec.validate(head_dim)?;
-        Ok(Some(Self {
-            path: rule.path,
-            module: rule.module,
-            spec,
-            head_dim,
-        }))
+        rules.into_iter().map(|r| read_rule(&keys, r)).collect()
     }
 }

@@ -292,7 +292,7 @@ fn read_diffusers(config: &Value, rng: &mut Rng) -> Result<bool, String> {
     }
     // A rotary module read is one the spec's own checks accept at its head.
     let rope = DiffusersRope::from_diffusers_config(config);
-    if let Ok(Some(r)) = &rope {
+    for r in rope.iter().flatten() {
         let _ = r.spec.angle_words(r.head_dim, 4096);
         if r.spec.rotary_dim.unwrap_or(r.head_dim) > r.head_dim {
             return Err(format!(
@@ -301,7 +301,8 @@ fn read_diffusers(config: &Value, rng: &mut Rng) -> Result<bool, String> {
             ));
         }
     }
-    Ok(steps.is_ok() || matches!(grid, Ok(Some(_))) || matches!(rope, Ok(Some(_))))
+    let rotates = rope.is_ok_and(|r| !r.is_empty());
+    Ok(steps.is_ok() || matches!(grid, Ok(Some(_))) || rotates)
 }
 
 /// Reads one config through every entry point; `Err` names what broke an invariant.

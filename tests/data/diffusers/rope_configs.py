@@ -13,8 +13,8 @@ built again on the CPU with the same arguments the transformer gave it. For each
 
   - `config`: the `config.json` `save_pretrained` would write (`_class_name` added);
   - `rope`: each rotary module's path and class;
-  - `golden` (where the module's forward is one of the two forms below): the module run on
-    the CPU, and for sampled tokens (random.Random("rope-configs-<label>"), first and last
+  - `golden` (where every rotary module's forward is one of the forms below; else empty):
+    each module run on the CPU, and for sampled tokens (random.Random("rope-configs-<label>"), first and last
     included) their positions and the cos and sin of each pair's angle as the module makes
     them, in the layout its table has (`interleaved`: a complex table, 2 x 2 rotation
     matrices, or cos/sin repeated per pair; `half`: cos/sin concatenated twice).
@@ -29,11 +29,14 @@ The two forms of forward:
     64 x 64 (a 1024 x 1024 image); the positions written are the grid's indices as the
     module's code makes them (CogView4: `index * rope_axes_dim // tokens`), and the test
     checks them with the module's angles.
+  - others: Kandinsky's 3-D modules at `(t, h, w) / scale_factor` and its 1-D text module,
+    the 1-D audio modules (Stable Audio 3, LongCat Audio, MiniMax Music 3) at `0..300`,
+    MiniMax H3's at float position ids (see `run_other`).
 Classes of other forms are listed with their rotary modules and no golden.
 
 Output (stdout, JSON): {"generator", "diffusers", "torch", "builds": {label: {"config",
-"rope": [{"path", "module"}], "golden": {"path", "module", "form", "layout", "pairs",
-"positions", "cos", "sin"} | null, "error"?}}}
+"rope": [{"path", "module"}], "golden": [{"path", "module", "form", "layout", "pairs",
+"rows", "positions", "cos", "sin"}], "error"?}}}
 """
 
 import inspect
@@ -156,7 +159,42 @@ def run_grid(module, name):
             for c in range(w)], out
 
 
-def golden(label, path, module):
+# Rotary module classes of other forms, each run by a function of its own below.
+OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky5RoPE1D", "StableAudio3RotaryEmbedding",
+         "AudioDiTRotaryEmbedding", "MiniMaxMusic3RotaryEmbedding", "MiniMaxH3RotaryPosEmbed"}
+
+
+def run_other(module, name, config):
+    """Kandinsky's 3-D module at `(t, h, w) / scale_factor` (the config's scale factor, or
+    (1, 2, 2) as Kandinsky 5's pipeline passes) and its 1-D text module at `0..S`; the 1-D audio
+    modules at `0..S`; MiniMaxH3's at position ids `(t, h, w)` of a 5 x 12 x 20 grid, offset by
+    7 on the spatial axes (its pipeline's ids are floats)."""
+    if name in ("Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D"):
+        f, h, w = 9, 24, 40
+        scale = tuple(config.get("scale_factor") or (1.0, 2.0, 2.0))
+        pos = (torch.arange(f), torch.arange(h), torch.arange(w))
+        out = module((1, f, h, w), pos, scale) if name == "Kandinsky5RoPE3D" else module(pos, scale)
+        positions = [[a / scale[0], b / scale[1], c / scale[2]]
+                     for a in range(f) for b in range(h) for c in range(w)]
+        return positions, out
+    n = 300
+    if name == "Kandinsky5RoPE1D":
+        return [[float(i)] for i in range(n)], module(torch.arange(n))
+    if name == "StableAudio3RotaryEmbedding":
+        angles = module(n, "cpu")
+        return [[float(i)] for i in range(n)], (angles.cos(), angles.sin())
+    if name == "AudioDiTRotaryEmbedding":
+        return [[float(i)] for i in range(n)], module(torch.empty(1, n, 4), n)
+    if name == "MiniMaxMusic3RotaryEmbedding":
+        return [[float(i)] for i in range(n)], module(n, "cpu")
+    if name == "MiniMaxH3RotaryPosEmbed":
+        ids = torch.tensor([[a, 7.0 + b, 7.0 + c] for a in range(5) for b in range(12)
+                            for c in range(20)], dtype=torch.float32)
+        return ids.tolist(), module(ids)
+    raise ValueError(name)
+
+
+def golden(label, path, module, config):
     name = type(module).__name__
     args, kwargs = module._posenc_args
     cpu = type(module)(*args, **kwargs)
@@ -164,12 +202,14 @@ def golden(label, path, module):
         form, (positions, out) = "ids", run_ids(cpu)
     elif name in GRID:
         form, (positions, out) = "grid", run_grid(cpu, name)
+    elif name in OTHER:
+        form, (positions, out) = "other", run_other(cpu, name, config)
     else:
         return None
     cos, sin, layout = to_pairs(out)
     if cos.shape[0] != len(positions):
         raise ValueError(f"{cos.shape[0]} rows for {len(positions)} tokens")
-    rng = random.Random(f"rope-configs-{label}")
+    rng = random.Random(f"rope-configs-{label}-{path}")
     s = len(positions)
     rows = sorted({0, s - 1} | {rng.randrange(s) for _ in range(SAMPLES - 2)})
     return dict(path=path, module=name, form=form, layout=layout, pairs=cos.shape[1],
@@ -187,13 +227,17 @@ def build(cls, kwargs, label):
     mods += [(p, m) for p, m in vars(model).items()
              if not isinstance(m, torch.nn.Module) and hasattr(m, "_posenc_args")]
     entry = dict(config=json.loads(json.dumps(config, default=str)),
-                 rope=[dict(path=p, module=type(m).__name__) for p, m in mods], golden=None)
+                 rope=[dict(path=p, module=type(m).__name__) for p, m in mods], golden=[])
     for p, m in mods:
         try:
-            entry["golden"] = golden(label, p, m)
-        except Exception as e:  # noqa: BLE001 (the form is not one of the two)
-            entry["golden_error"] = f"{type(e).__name__}: {str(e)[:160]}"
-        break
+            g = golden(label, p, m, config)
+        except Exception as e:  # noqa: BLE001 (the form is not one of those run)
+            g, entry["golden_error"] = None, f"{type(e).__name__}: {str(e)[:160]}"
+        if g is None:
+            # Every module of the class run, or none.
+            entry["golden"] = []
+            break
+        entry["golden"].append(g)
     return entry
 
 
