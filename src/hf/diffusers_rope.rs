@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::diffusers::{Keys, read_class};
 use crate::error::{Error, FrequencyError, Result};
-use crate::spec::{PairLayout, RopeSpec};
+use crate::spec::{MRopeOrder, PairLayout, RopeSpec};
 
 /// The diffusers transformers that hold no rotary module (`tests/data/diffusers/
 /// rope_configs.json`; `tests/rope_axes.rs` checks the list against it). Some of them rotate
@@ -43,7 +43,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 24] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 22] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -53,11 +53,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 24] = [
         "AnyFlowTransformer3DModel",
         "AnyFlowRotaryPosEmbed",
         "a Wan grid made from a layout object at call time: not checked yet",
-    ),
-    (
-        "Cosmos3OmniTransformer",
-        "Cosmos3VLTextRotaryEmbedding",
-        "interleaved M-RoPE sections (24, 20, 20) over half-split pairs with vision positions past 15 000: not checked yet",
     ),
     (
         "CosmosTransformer3DModel",
@@ -98,11 +93,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 24] = [
         "HunyuanVideoFramepackTransformer3DModel",
         "HunyuanVideoFramepackRotaryPosEmbed",
         "history tokens take averaged cos and sin of 2x and 4x blocks: not a rotation at one position",
-    ),
-    (
-        "Ideogram4Transformer2DModel",
-        "Ideogram4MRoPE",
-        "interleaved M-RoPE sections (24, 20, 20) over half-split pairs at positions past 65 536: not checked yet",
     ),
     (
         "Kandinsky6Transformer3DModel",
@@ -203,6 +193,10 @@ enum Form {
     Prefix(&'static str, u64),
     /// 1-D RoPE over the first half of the head (Stable Audio 3's).
     HalfHead,
+    /// One list over the head's pairs, the pairs' axes interleaved as Qwen3-VL's
+    /// ([`MRopeOrder::Interleaved`]): `[t, h, w]` pairs under a key with its default, the
+    /// temporal axis taking every pair past the spatial ones.
+    Interleaved(&'static str, [u64; 3]),
 }
 
 /// The theta of a rule: a constant, or a key with diffusers' default.
@@ -350,6 +344,18 @@ fn rules(class: &str) -> Option<Vec<Rule>> {
             let r = rule("rotary_emb", "MiniMaxMusic3RotaryEmbedding", form, T4);
             vec![with(r, HS, Head::Key("attention_head_dim", 64))]
         }
+        "Ideogram4Transformer2DModel" => {
+            let form = Form::Interleaved("mrope_section", [24, 20, 20]);
+            let theta = Theta::Key("rope_theta", 5e6);
+            let r = rule("rotary_emb", "Ideogram4MRoPE", form, theta);
+            vec![with(r, HS, Head::Key("attention_head_dim", 256))]
+        }
+        "Cosmos3OmniTransformer" => {
+            let form = Form::Interleaved("rope_axes_dim", [24, 20, 20]);
+            let theta = Theta::Key("rope_theta", 5e6);
+            let r = rule("rotary_emb", "Cosmos3VLTextRotaryEmbedding", form, theta);
+            vec![with(r, HS, Head::Key("head_dim", 128))]
+        }
         "MiniMaxH3Transformer3DModel" => {
             let theta = Theta::Key("rope_theta", 1e4);
             vec![with(
@@ -406,6 +412,26 @@ fn width(keys: &Keys<'_>, key: &str, default: u64) -> Result<u64> {
     }
 }
 
+/// The spatial sections `[h, w]` of a `[t, h, w]` list of pairs under `key` (or the default).
+fn spatial(keys: &Keys<'_>, key: &str, default: [u64; 3]) -> Result<[u64; 2]> {
+    let Some(v) = keys.0.get(key).filter(|v| !v.is_null()) else {
+        return Ok([default[1], default[2]]);
+    };
+    let list: Option<Vec<u64>> = v.as_array().and_then(|a| {
+        a.iter()
+            .map(|x| x.as_u64().filter(|&n| n <= RopeSpec::MAX_HEAD_DIM))
+            .collect()
+    });
+    match list.as_deref() {
+        Some(&[_, h, w]) => Ok([h, w]),
+        _ => Err(Keys::bad(
+            key,
+            "three section sizes [t, h, w] (pairs)",
+            Some(v),
+        )),
+    }
+}
+
 /// The head width of a rule (`sum`: the axes' widths).
 fn head_dim(keys: &Keys<'_>, head: Head, sum: u64) -> Result<u64> {
     match head {
@@ -458,6 +484,10 @@ fn shape(keys: &Keys<'_>, rule: Rule) -> Result<(Vec<u64>, u64, Option<u64>)> {
             let d = head(0)?;
             (Vec::new(), d, Some(d / 2))
         }
+        Form::Interleaved(..) => {
+            let d = head(0)?;
+            (Vec::new(), d, Some(d))
+        }
     })
 }
 
@@ -486,6 +516,14 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<DiffusersRope> {
     if rotated < d {
         spec = spec.rotary_dim(rotated);
     }
+    if let Form::Interleaved(key, default) = rule.form {
+        let [h, w] = spatial(keys, key, default)?;
+        // The temporal axis takes every pair the spatial ones leave.
+        let t = (d / 2)
+            .checked_sub(h + w)
+            .ok_or_else(|| Keys::bad(key, "spatial sections within the head's pairs", None))?;
+        spec = spec.mrope_order([t, h, w], MRopeOrder::Interleaved);
+    }
     spec.validate(d)?;
     Ok(DiffusersRope {
         path: rule.path,
@@ -502,8 +540,9 @@ impl DiffusersRope {
     /// and Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x
     /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, CogView4 and
     /// GLM-Image (two axes, half-split), Kandinsky 5 (its 1-D text module and its visual one)
-    /// and 6 SR, MiniMax H3 (three axes over the first 96 lanes, half-split), and the 1-D
-    /// RoPEs of Stable Audio 3, LongCat Audio and MiniMax Music 3.
+    /// and 6 SR, MiniMax H3 (three axes over the first 96 lanes, half-split), Ideogram 4 and
+    /// Cosmos 3 (interleaved M-RoPE, half-split), and the 1-D RoPEs of Stable Audio 3,
+    /// LongCat Audio and MiniMax Music 3.
     ///
     /// The positions are the caller's, as each module's forward or pipeline makes them
     /// ([`Positions::Axes`](crate::Positions::Axes) or `FloatAxes` for axes, `[t.. | h.. |

@@ -31,7 +31,8 @@ The two forms of forward:
     checks them with the module's angles.
   - others: Kandinsky's 3-D modules at `(t, h, w) / scale_factor` and its 1-D text module,
     the 1-D audio modules (Stable Audio 3, LongCat Audio, MiniMax Music 3) at `0..300`,
-    MiniMax H3's at float position ids (see `run_other`).
+    MiniMax H3's at float position ids, Ideogram 4's and Cosmos 3's interleaved M-RoPE at
+    text ids on the diagonal and an image grid past their offsets (see `run_other`).
 Classes of other forms are listed with their rotary modules and no golden.
 
 Output (stdout, JSON): {"generator", "diffusers", "torch", "builds": {label: {"config",
@@ -161,7 +162,8 @@ def run_grid(module, name):
 
 # Rotary module classes of other forms, each run by a function of its own below.
 OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky5RoPE1D", "StableAudio3RotaryEmbedding",
-         "AudioDiTRotaryEmbedding", "MiniMaxMusic3RotaryEmbedding", "MiniMaxH3RotaryPosEmbed"}
+         "AudioDiTRotaryEmbedding", "MiniMaxMusic3RotaryEmbedding", "MiniMaxH3RotaryPosEmbed",
+         "Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding"}
 
 
 def run_other(module, name, config):
@@ -191,6 +193,21 @@ def run_other(module, name, config):
         ids = torch.tensor([[a, 7.0 + b, 7.0 + c] for a in range(5) for b in range(12)
                             for c in range(20)], dtype=torch.float32)
         return ids.tolist(), module(ids)
+    if name in ("Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding"):
+        # Text tokens on the diagonal, then an image grid: Ideogram 4's at its offset 65 536
+        # on every axis, Cosmos 3's two frames after its 15 000 temporal margin.
+        ideogram = name == "Ideogram4MRoPE"
+        text = [[float(i)] * 3 for i in range(8)]
+        frames = 1 if ideogram else 2
+        image = [[65536.0 + 0 * t, 65536.0 + h, 65536.0 + w] if ideogram
+                 else [15008.0 + t, float(h), float(w)]
+                 for t in range(frames) for h in range(12) for w in range(20)]
+        ids = torch.tensor(text + image)
+        if ideogram:
+            out = module(ids.long()[None])
+        else:
+            out = module(ids.long().T[:, None, :], "cpu", torch.float32)
+        return ids.tolist(), out
     raise ValueError(name)
 
 
