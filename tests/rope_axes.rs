@@ -409,6 +409,21 @@ fn diffusers_rotary_modules_read_from_their_configs() {
     }
     eprintln!("{rotating} builds with a rotary module: {read} read, {refused} refused by name");
     assert_eq!(read + refused, rotating);
+    // The layered Qwen-Image builds another module: refused by its name, not read as the
+    // default one.
+    let mut layered = builds["QwenImageTransformer2DModel"]["config"].clone();
+    layered["use_layer3d_rope"] = Value::Bool(true);
+    let e = DiffusersRope::from_diffusers_config(&layered).expect_err("layered");
+    assert!(
+        matches!(
+            e,
+            Error::Frequency(FrequencyError::DiffusersRopeNotRead {
+                module: "QwenEmbedLayer3DRope",
+                ..
+            })
+        ),
+        "{e}"
+    );
 }
 
 /// `rope` against the module's cos and sin at the golden tokens: the f64 reference within

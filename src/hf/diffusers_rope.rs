@@ -43,7 +43,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 22] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 19] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -120,11 +120,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 22] = [
         "learned per-head frequencies",
     ),
     (
-        "NucleusMoEImageTransformer2DModel",
-        "NucleusMoEEmbedRope",
-        "Qwen-Image's centered grid with text on the diagonal, not read from config yet",
-    ),
-    (
         "OmniGenTransformer2DModel",
         "OmniGenSuScaledRotaryEmbedding",
         "a 1-D LongRoPE (su) over text and image ids, not checked yet",
@@ -133,16 +128,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 22] = [
         "PRXTransformer2DModel",
         "PRXEmbedND",
         "two axes, not checked yet",
-    ),
-    (
-        "QwenImage21Transformer2DModel",
-        "QwenImage21Rope",
-        "Qwen-Image's centered grid with an image pad mask, not read from config yet",
-    ),
-    (
-        "QwenImageTransformer2DModel",
-        "QwenEmbedRope",
-        "Qwen-Image's centered grid with text on the diagonal, not read from config yet",
     ),
     (
         "SanaWMLTX2RefinerTransformer3DModel",
@@ -344,6 +329,9 @@ fn rules(class: &str) -> Option<Vec<Rule>> {
             let r = rule("rotary_emb", "MiniMaxMusic3RotaryEmbedding", form, T4);
             vec![with(r, HS, Head::Key("attention_head_dim", 64))]
         }
+        "QwenImageTransformer2DModel" => vec![flux("QwenEmbedRope")],
+        "NucleusMoEImageTransformer2DModel" => vec![flux("NucleusMoEEmbedRope")],
+        "QwenImage21Transformer2DModel" => vec![flux("QwenImage21Rope")],
         "Ideogram4Transformer2DModel" => {
             let form = Form::Interleaved("mrope_section", [24, 20, 20]);
             let theta = Theta::Key("rope_theta", 5e6);
@@ -540,7 +528,10 @@ impl DiffusersRope {
     /// and Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x
     /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, CogView4 and
     /// GLM-Image (two axes, half-split), Kandinsky 5 (its 1-D text module and its visual one)
-    /// and 6 SR, MiniMax H3 (three axes over the first 96 lanes, half-split), Ideogram 4 and
+    /// and 6 SR, Qwen-Image, Qwen-Image 2.1 and NucleusMoE-Image (centered grids: negative
+    /// positions, `FloatAxes`; text on the diagonal; a layered Qwen-Image config,
+    /// `use_layer3d_rope`, is refused), MiniMax H3 (three axes over the first 96 lanes,
+    /// half-split), Ideogram 4 and
     /// Cosmos 3 (interleaved M-RoPE, half-split), and the 1-D RoPEs of Stable Audio 3,
     /// LongCat Audio and MiniMax Music 3.
     ///
@@ -556,6 +547,15 @@ impl DiffusersRope {
         let (keys, class) = read_class(config)?;
         if let Some(e) = not_read(class) {
             return Err(e);
+        }
+        if class == "QwenImageTransformer2DModel"
+            && keys.opt_flag("use_layer3d_rope")? == Some(true)
+        {
+            return Err(Error::Frequency(FrequencyError::DiffusersRopeNotRead {
+                class: class.to_string(),
+                module: "QwenEmbedLayer3DRope",
+                reason: "the layered model's positions (use_layer3d_rope): not checked yet",
+            }));
         }
         let Some(rules) = rules(class) else {
             return match DIFFUSERS_WITHOUT_ROPE_MODULE.contains(&class) {

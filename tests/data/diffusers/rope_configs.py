@@ -32,7 +32,8 @@ The two forms of forward:
   - others: Kandinsky's 3-D modules at `(t, h, w) / scale_factor` and its 1-D text module,
     the 1-D audio modules (Stable Audio 3, LongCat Audio, MiniMax Music 3) at `0..300`,
     MiniMax H3's at float position ids, Ideogram 4's and Cosmos 3's interleaved M-RoPE at
-    text ids on the diagonal and an image grid past their offsets (see `run_other`).
+    text ids on the diagonal and an image grid past their offsets, Qwen-Image's family at
+    its centered grids with text on the diagonal (see `run_other`).
 Classes of other forms are listed with their rotary modules and no golden.
 
 Output (stdout, JSON): {"generator", "diffusers", "torch", "builds": {label: {"config",
@@ -163,7 +164,8 @@ def run_grid(module, name):
 # Rotary module classes of other forms, each run by a function of its own below.
 OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky5RoPE1D", "StableAudio3RotaryEmbedding",
          "AudioDiTRotaryEmbedding", "MiniMaxMusic3RotaryEmbedding", "MiniMaxH3RotaryPosEmbed",
-         "Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding"}
+         "Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding", "QwenEmbedRope", "NucleusMoEEmbedRope",
+         "QwenImage21Rope"}
 
 
 def run_other(module, name, config):
@@ -208,6 +210,27 @@ def run_other(module, name, config):
         else:
             out = module(ids.long().T[:, None, :], "cpu", torch.float32)
         return ids.tolist(), out
+    if name in ("QwenEmbedRope", "NucleusMoEEmbedRope"):
+        # 8 text tokens after a 24 x 40 image: rows and columns centered, text on the
+        # diagonal from max(h / 2, w / 2) (the module's own rule).
+        h, w, text = 24, 40, 8
+        vid, txt = module([(1, h, w)], device=torch.device("cpu"), max_txt_seq_len=text)
+        m = max(h // 2, w // 2)
+        pos = [[float(m + k)] * 3 for k in range(text)]
+        pos += [[0.0, float(a), float(b)] for a in range(-(h - h // 2), h // 2)
+                for b in range(-(w - w // 2), w // 2)]
+        return pos, torch.cat([txt, vid])
+    if name == "QwenImage21Rope":
+        # 8 text tokens, a 24 x 40 image, 4 text tokens: the module's running counter.
+        h, w, before, after = 24, 40, 8, 4
+        mask = torch.tensor([False] * before + [True] * (h * w) + [False] * after)
+        out = module([(1, h, w)], mask, torch.device("cpu"))
+        pos = [[float(k)] * 3 for k in range(before)]
+        pos += [[float(before), float(a), float(b)] for a in range(-(h - h // 2), h // 2)
+                for b in range(-(w - w // 2), w // 2)]
+        start = before + max(h, w)
+        pos += [[float(start + k)] * 3 for k in range(after)]
+        return pos, out
     raise ValueError(name)
 
 
