@@ -43,7 +43,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 19] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 18] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -93,11 +93,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 19] = [
         "HunyuanVideoFramepackTransformer3DModel",
         "HunyuanVideoFramepackRotaryPosEmbed",
         "history tokens take averaged cos and sin of 2x and 4x blocks: not a rotation at one position",
-    ),
-    (
-        "Kandinsky6Transformer3DModel",
-        "Kandinsky6RoPE3D",
-        "a per-axis scale factor",
     ),
     (
         "LTX2VideoTransformer3DModel",
@@ -198,6 +193,9 @@ enum Head {
     Key(&'static str, u64),
     Sum,
     AxesSum(&'static str, &'static [u64]),
+    /// The sum of the first key's widths, or where it is null of the second's (Kandinsky 6's
+    /// audio tower: `axes_dims_a or axes_dims`).
+    AxesSumOr(&'static str, &'static str, &'static [u64]),
     Over(&'static str, u64, &'static str, u64),
 }
 
@@ -310,6 +308,22 @@ fn rules(class: &str) -> Option<Vec<Rule>> {
             vec![with(r, IL, text), kandinsky("Kandinsky5RoPE3D")]
         }
         "Kandinsky6SRTransformer3DModel" => vec![kandinsky("Kandinsky6SRRoPE3D")],
+        "Kandinsky6Transformer3DModel" => {
+            let visual = Form::Axes("axes_dims", Z_AXES);
+            let head = Head::AxesSum("axes_dims", Z_AXES);
+            let audio = Head::AxesSumOr("axes_dims_a", "axes_dims", Z_AXES);
+            let one = |path, head| with(rule(path, "Kandinsky6RoPE1D", Form::Head, T4), IL, head);
+            vec![
+                with(
+                    rule("visual_rope_embeddings", "Kandinsky6RoPE3D", visual, T4),
+                    IL,
+                    head,
+                ),
+                one("audio_rope_embeddings", audio),
+                one("video_text_rope_embeddings", head),
+                one("audio_text_rope_embeddings", audio),
+            ]
+        }
         "StableAudio3DiTModel" => {
             let r = rule(
                 "rotary_pos_emb",
@@ -426,6 +440,10 @@ fn head_dim(keys: &Keys<'_>, head: Head, sum: u64) -> Result<u64> {
         Head::Key(key, default) => width(keys, key, default),
         Head::Sum => Ok(sum),
         Head::AxesSum(key, default) => Ok(widths(keys, key, default)?.iter().sum()),
+        Head::AxesSumOr(first, key, default) => match keys.0.get(first) {
+            Some(v) if !v.is_null() => Ok(widths(keys, first, &[])?.iter().sum()),
+            _ => Ok(widths(keys, key, default)?.iter().sum()),
+        },
         Head::Over(dim, d, heads, h) => {
             let (dim, n) = (keys.opt_u(dim)?.unwrap_or(d), width(keys, heads, h)?);
             match dim % n {
@@ -527,8 +545,8 @@ impl DiffusersRope {
     /// `FluxPosEmbed` (Chroma, LongCat-Image, Ovis-Image, Bria, Bria Fibo, Krea 2), Z-Image
     /// and Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x
     /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, CogView4 and
-    /// GLM-Image (two axes, half-split), Kandinsky 5 (its 1-D text module and its visual one)
-    /// and 6 SR, Qwen-Image, Qwen-Image 2.1 and NucleusMoE-Image (centered grids: negative
+    /// GLM-Image (two axes, half-split), Kandinsky 5 (its 1-D text module and its visual one),
+    /// 6 (visual, audio and two text modules; `audio_freqs_scaling` 1 only) and 6 SR, Qwen-Image, Qwen-Image 2.1 and NucleusMoE-Image (centered grids: negative
     /// positions, `FloatAxes`; text on the diagonal; a layered Qwen-Image config,
     /// `use_layer3d_rope`, is refused), MiniMax H3 (three axes over the first 96 lanes,
     /// half-split), Ideogram 4 and
@@ -547,6 +565,15 @@ impl DiffusersRope {
         let (keys, class) = read_class(config)?;
         if let Some(e) = not_read(class) {
             return Err(e);
+        }
+        // Kandinsky 6's audio module scales its frequencies; only the default is read.
+        let scaled = keys
+            .opt_number("audio_freqs_scaling")?
+            .is_some_and(|s| s != 1.0);
+        if class == "Kandinsky6Transformer3DModel" && scaled {
+            let v = keys.0.get("audio_freqs_scaling");
+            let need = "1 (other audio frequency scalings are not read)";
+            return Err(Keys::bad("audio_freqs_scaling", need, v));
         }
         if class == "QwenImageTransformer2DModel"
             && keys.opt_flag("use_layer3d_rope")? == Some(true)

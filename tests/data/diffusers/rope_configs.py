@@ -162,7 +162,8 @@ def run_grid(module, name):
 
 
 # Rotary module classes of other forms, each run by a function of its own below.
-OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky5RoPE1D", "StableAudio3RotaryEmbedding",
+OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky6RoPE3D", "Kandinsky5RoPE1D",
+         "Kandinsky6RoPE1D", "StableAudio3RotaryEmbedding",
          "AudioDiTRotaryEmbedding", "MiniMaxMusic3RotaryEmbedding", "MiniMaxH3RotaryPosEmbed",
          "Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding", "QwenEmbedRope", "NucleusMoEEmbedRope",
          "QwenImage21Rope"}
@@ -173,7 +174,7 @@ def run_other(module, name, config):
     (1, 2, 2) as Kandinsky 5's pipeline passes) and its 1-D text module at `0..S`; the 1-D audio
     modules at `0..S`; MiniMaxH3's at position ids `(t, h, w)` of a 5 x 12 x 20 grid, offset by
     7 on the spatial axes (its pipeline's ids are floats)."""
-    if name in ("Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D"):
+    if name in ("Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky6RoPE3D"):
         f, h, w = 9, 24, 40
         scale = tuple(config.get("scale_factor") or (1.0, 2.0, 2.0))
         pos = (torch.arange(f), torch.arange(h), torch.arange(w))
@@ -182,7 +183,7 @@ def run_other(module, name, config):
                      for a in range(f) for b in range(h) for c in range(w)]
         return positions, out
     n = 300
-    if name == "Kandinsky5RoPE1D":
+    if name in ("Kandinsky5RoPE1D", "Kandinsky6RoPE1D"):
         return [[float(i)] for i in range(n)], module(torch.arange(n))
     if name == "StableAudio3RotaryEmbedding":
         angles = module(n, "cpu")
