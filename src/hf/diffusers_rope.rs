@@ -43,7 +43,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 18] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 17] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -118,11 +118,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 18] = [
         "OmniGenTransformer2DModel",
         "OmniGenSuScaledRotaryEmbedding",
         "a 1-D LongRoPE (su) over text and image ids, not checked yet",
-    ),
-    (
-        "PRXTransformer2DModel",
-        "PRXEmbedND",
-        "two axes, not checked yet",
     ),
     (
         "SanaWMLTX2RefinerTransformer3DModel",
@@ -346,6 +341,15 @@ fn rules(class: &str) -> Option<Vec<Rule>> {
         "QwenImageTransformer2DModel" => vec![flux("QwenEmbedRope")],
         "NucleusMoEImageTransformer2DModel" => vec![flux("NucleusMoEEmbedRope")],
         "QwenImage21Transformer2DModel" => vec![flux("QwenImage21Rope")],
+        "PRXTransformer2DModel" => {
+            let form = Form::Axes("axes_dim", &[32, 32]);
+            let r = rule("pe_embedder", "PRXEmbedND", form, Theta::Key("theta", 1e4));
+            vec![with(
+                r,
+                IL,
+                Head::Over("hidden_size", 1792, "num_heads", 28),
+            )]
+        }
         "Ideogram4Transformer2DModel" => {
             let form = Form::Interleaved("mrope_section", [24, 20, 20]);
             let theta = Theta::Key("rope_theta", 5e6);
@@ -501,6 +505,11 @@ fn shape(keys: &Keys<'_>, rule: Rule) -> Result<(Vec<u64>, u64, Option<u64>)> {
 fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<DiffusersRope> {
     let (dims, d, one_d) = shape(keys, rule)?;
     let rotated = one_d.unwrap_or_else(|| dims.iter().sum());
+    // PRX rotates its whole head (diffusers raises where the axes do not cover it).
+    if rule.module == "PRXEmbedND" && rotated != d {
+        let need = "widths summing to hidden_size / num_heads";
+        return Err(Keys::bad("axes_dim", need, keys.0.get("axes_dim")));
+    }
     if rotated == 0 || rotated > d || rotated % 2 != 0 || dims.iter().any(|&w| w % 2 != 0) {
         return Err(Keys::bad(
             "attention_head_dim",
@@ -545,7 +554,7 @@ impl DiffusersRope {
     /// `FluxPosEmbed` (Chroma, LongCat-Image, Ovis-Image, Bria, Bria Fibo, Krea 2), Z-Image
     /// and Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x
     /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, CogView4 and
-    /// GLM-Image (two axes, half-split), Kandinsky 5 (its 1-D text module and its visual one),
+    /// GLM-Image (two axes, half-split), PRX (two axes), Kandinsky 5 (its 1-D text module and its visual one),
     /// 6 (visual, audio and two text modules; `audio_freqs_scaling` 1 only) and 6 SR, Qwen-Image, Qwen-Image 2.1 and NucleusMoE-Image (centered grids: negative
     /// positions, `FloatAxes`; text on the diagonal; a layered Qwen-Image config,
     /// `use_layer3d_rope`, is refused), MiniMax H3 (three axes over the first 96 lanes,

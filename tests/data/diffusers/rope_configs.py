@@ -128,6 +128,11 @@ def ids_positions(axes):
 
 def run_ids(module):
     axes = len(getattr(module, "axes_dim", None) or getattr(module, "axes_dims"))
+    if axes == 2 and type(module).__name__ == "PRXEmbedND":
+        # PRX's ids are `[batch, tokens, (row, column)]`: a 24 x 40 grid, 8 tokens past it.
+        ids = torch.tensor([[float(r), float(c)] for r in range(24) for c in range(40)]
+                           + [[30.0 + k, 45.0 + k] for k in range(8)])
+        return ids.tolist(), module(ids[None])
     if axes < 3:
         raise ValueError(f"{axes} axes")
     ids = ids_positions(axes)
