@@ -105,6 +105,8 @@ override POS_MODE: u32 = 0u;
 override HAS_OFFSETS: bool = false;
 // Angles from the cos/sin cache instead of the frequencies.
 override FROM_CACHE: bool = false;
+// Position axes in four planes `[4, batch, seq]` (a fourth axis), not three.
+override AXES4: bool = false;
 // RoPE: view B lies in view A's buffer, which is bound once, as `x` (WebGPU forbids two
 // writable bindings of one buffer that overlap).
 override SHARED: bool = false;
@@ -178,7 +180,12 @@ fn lane_positions(w: Work, axis: UV) -> UV {
             let i = params.ids_base + w.b * params.ids_stride_b + w.s;
             let p1 = UV(ids[i + params.axis_stride]);
             let p2 = UV(ids[i + 2u * params.axis_stride]);
-            return select(select(UV(ids[i]), p1, axis == UV(1u)), p2, axis == UV(2u));
+            let p = select(select(UV(ids[i]), p1, axis == UV(1u)), p2, axis == UV(2u));
+            if AXES4 {
+                // A fourth plane (FLUX.2's `l`), bound only for such specs.
+                return select(p, UV(ids[i + 3u * params.axis_stride]), axis == UV(3u));
+            }
+            return p;
         }
         default: {
             // The host checks that start + seq - 1 fits in u32.

@@ -91,10 +91,15 @@ pub enum Error {
         need: &'static str,
     },
     /// M-RoPE sections that do not cover the rotary pairs.
-    #[error("mrope_section {section:?} must sum to rotary_dim / 2 = {pairs}")]
+    #[error(
+        "mrope_section {section:?} (and {fourth} pairs on a fourth axis) must sum to \
+         rotary_dim / 2 = {pairs}"
+    )]
     InvalidMRopeSection {
         /// The sections given.
         section: [u64; 3],
+        /// Pairs on a fourth axis ([`MRope::fourth`](crate::MRope::fourth)).
+        fourth: u64,
         /// Pairs to cover.
         pairs: u64,
     },

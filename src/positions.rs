@@ -40,6 +40,7 @@ pub enum Positions<A> {
         offsets: Option<A>,
     },
     /// Three position axes per token for M-RoPE (temporal, height, width), `[3, batch, seq]`
+    /// (`[4, batch, seq]` for a spec with a fourth axis, [`RopeSpec::axes_rope4`](crate::RopeSpec::axes_rope4))
     /// (HF Qwen2-VL `position_ids`). Needs [`RopeSpec::mrope`](crate::RopeSpec::mrope).
     Axes(A),
     /// f32 positions, `[batch, seq]` row-major, each value's bits as a u32
@@ -49,7 +50,7 @@ pub enum Positions<A> {
     /// or `|p| >= 2^32` is an error; read on the GPU, such a position gives NaN rows.
     /// RoPE takes them too (1-D, without M-RoPE).
     Float(A),
-    /// f32 positions on three axes, `[3, batch, seq]` as [`Positions::Axes`], each value's
+    /// f32 positions on three (or four) axes, `[3, batch, seq]` as [`Positions::Axes`], each value's
     /// bits: RoPE over position axes ([`RopeSpec::axes_rope`](crate::RopeSpec::axes_rope),
     /// [`RopeSpec::mrope`](crate::RopeSpec::mrope)) at negative (centered grids) or
     /// fractional coordinates, exact like [`Positions::Float`] and refused or NaN alike.
@@ -146,6 +147,17 @@ impl<A> Positions<A> {
         self,
         batch: u64,
         seq: u64,
+        f: impl FnMut(A, Need) -> std::result::Result<B, E>,
+    ) -> std::result::Result<Positions<B>, E> {
+        self.try_map_planes(batch, seq, 3, f)
+    }
+
+    /// [`Positions::try_map`] with `planes` position axes (3, or 4 for a fourth axis).
+    pub(crate) fn try_map_planes<B, E>(
+        self,
+        batch: u64,
+        seq: u64,
+        planes: u64,
         mut f: impl FnMut(A, Need) -> std::result::Result<B, E>,
     ) -> std::result::Result<Positions<B>, E> {
         let tokens = batch.saturating_mul(seq);
@@ -170,13 +182,15 @@ impl<A> Positions<A> {
                     },
                 }
             }
-            Positions::Axes(v) => {
-                Positions::Axes(f(v, need("M-RoPE position ids", tokens.saturating_mul(3)))?)
-            }
+            Positions::Axes(v) => Positions::Axes(f(
+                v,
+                need("M-RoPE position ids", tokens.saturating_mul(planes)),
+            )?),
             Positions::Float(v) => Positions::Float(f(v, need("f32 positions", tokens))?),
-            Positions::FloatAxes(v) => {
-                Positions::FloatAxes(f(v, need("f32 position axes", tokens.saturating_mul(3)))?)
-            }
+            Positions::FloatAxes(v) => Positions::FloatAxes(f(
+                v,
+                need("f32 position axes", tokens.saturating_mul(planes)),
+            )?),
         })
     }
 }

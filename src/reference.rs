@@ -119,7 +119,7 @@ pub fn rope_out(
     assert_eq!(src_layout.shape, dst_layout.shape);
     let r = spec.rotary_dim.unwrap_or(d);
     // HF: the largest position of the call + 1.
-    let axes_count = if spec.mrope.is_some() { 3 } else { 1 };
+    let axes_count = spec.mrope.map_or(1, |m| m.planes());
     let seq_len = spec
         .scaling_seq_len
         .unwrap_or_else(|| positions.seq_len(src_layout, axes_count));
@@ -190,6 +190,7 @@ pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f
         let lists = m
             .section
             .iter()
+            .chain([&m.fourth])
             .flat_map(|&n| inv_freq_exact(2 * n, spec.base));
         return Ok((lists.collect(), 1.0));
     }

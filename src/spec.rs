@@ -76,12 +76,18 @@ impl Dtype {
 }
 
 /// Multimodal RoPE (Qwen2-VL and later): each pair takes its position from one of three
-/// axes (temporal, height, width) of [`Positions::Axes`](crate::Positions::Axes).
+/// axes (temporal, height, width) of [`Positions::Axes`](crate::Positions::Axes), or four
+/// (FLUX.2's `(t, h, w, l)`, [`RopeSpec::axes_rope4`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MRope {
-    /// Pairs per axis `[t, h, w]`, summing to `r / 2` (HF's `mrope_section`, whose key order
-    /// is the family's: ERNIE 4.5 VL writes `[h, w, t]`).
+    /// Pairs per axis `[t, h, w]`, summing with [`MRope::fourth`] to `r / 2` (HF's
+    /// `mrope_section`, whose key order is the family's: ERNIE 4.5 VL writes `[h, w, t]`).
     pub section: [u64; 3],
+    /// Pairs on a fourth axis, after the width ones (FLUX.2's `l`); 0 for three axes. A
+    /// fourth axis takes per-axis frequencies in contiguous blocks
+    /// ([`AxisFrequencies::PerAxis`], [`MRopeOrder::Chunks`]), and positions
+    /// `[4, batch, seq]`.
+    pub fourth: u64,
     /// Which pairs read which axis.
     pub order: MRopeOrder,
     /// Which frequency each pair has.
@@ -126,16 +132,34 @@ impl MRope {
     /// [`RopeSpec::MAX_HEAD_DIM`]); [`MRopeOrder::HwThenT`] needs `h == w`.
     pub fn check(&self, pairs: u64) -> Result<()> {
         let [t, h, w] = self.section;
-        if t.checked_add(h).and_then(|v| v.checked_add(w)) != Some(pairs)
+        let sum = t
+            .checked_add(h)
+            .and_then(|v| v.checked_add(w))
+            .and_then(|v| v.checked_add(self.fourth));
+        if sum != Some(pairs)
             || pairs > RopeSpec::MAX_HEAD_DIM / 2
             || (self.order == MRopeOrder::HwThenT && h != w)
         {
             return Err(Error::InvalidMRopeSection {
                 section: self.section,
+                fourth: self.fourth,
                 pairs,
             });
         }
+        if self.fourth > 0
+            && (self.order != MRopeOrder::Chunks || self.frequencies != AxisFrequencies::PerAxis)
+        {
+            return Err(Error::Unsupported(
+                "a fourth position axis takes per-axis frequencies in contiguous blocks \
+                 (RopeSpec::axes_rope4)",
+            ));
+        }
         Ok(())
+    }
+
+    /// The position planes the spec reads: 4 with a fourth axis, else 3.
+    pub fn planes(&self) -> u64 {
+        if self.fourth > 0 { 4 } else { 3 }
     }
 
     /// The axis (0, 1, 2) of each of the `pairs` pairs (an error where [`MRope::check`]
@@ -154,7 +178,8 @@ impl MRope {
                 },
                 MRopeOrder::Chunks if j < t => 0,
                 MRopeOrder::Chunks if j < t + h => 1,
-                MRopeOrder::Chunks => 2,
+                MRopeOrder::Chunks if j < t + h + w => 2,
+                MRopeOrder::Chunks => 3,
                 MRopeOrder::HwThenT if j < h + w => 1 + (j % 2) as u32,
                 MRopeOrder::HwThenT => 0,
             })
@@ -273,6 +298,7 @@ impl RopeSpec {
     pub fn mrope_order(mut self, section: [u64; 3], order: MRopeOrder) -> Self {
         self.mrope = Some(MRope {
             section,
+            fourth: 0,
             order,
             frequencies: AxisFrequencies::Shared,
         });
@@ -287,6 +313,22 @@ impl RopeSpec {
     pub fn axes_rope(mut self, section: [u64; 3]) -> Self {
         self.mrope = Some(MRope {
             section,
+            fourth: 0,
+            order: MRopeOrder::Chunks,
+            frequencies: AxisFrequencies::PerAxis,
+        });
+        self
+    }
+
+    /// [`RopeSpec::axes_rope`] over four axes `[t, h, w, l]` (diffusers' FLUX.2
+    /// `Flux2PosEmbed`, `axes_dims_rope` `(32, 32, 32, 32)`: `[16, 16, 16, 16]` over
+    /// interleaved pairs, base 2 000), positions `[4, batch, seq]`
+    /// ([`Positions::Axes`](crate::Positions::Axes) or `FloatAxes`).
+    pub fn axes_rope4(mut self, section: [u64; 4]) -> Self {
+        let [t, h, w, l] = section;
+        self.mrope = Some(MRope {
+            section: [t, h, w],
+            fourth: l,
             order: MRopeOrder::Chunks,
             frequencies: AxisFrequencies::PerAxis,
         });
@@ -307,9 +349,10 @@ impl RopeSpec {
             inv_freq_lo: Vec::new(),
             attention_factor: 1.0,
         };
-        for n in m.section.into_iter().filter(|&n| n > 0) {
+        for n in m.section.into_iter().chain([m.fourth]).filter(|&n| n > 0) {
             let width = u32::try_from(2 * n).map_err(|_| Error::InvalidMRopeSection {
                 section: m.section,
+                fourth: m.fourth,
                 pairs: u64::from(r / 2),
             })?;
             let f = Scaling::Default.frequencies(width, self.base, seq_len)?;

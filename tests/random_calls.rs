@@ -252,18 +252,22 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                             MRopeOrder::Interleaved,
                             MRopeOrder::HwThenT,
                         ][(seed % 3) as usize];
-                        spec = match seed % 5 {
+                        spec = match seed % 10 {
                             0 => spec.axes_rope([pairs - 2 * t, t, t]),
+                            // A fourth axis (FLUX.2's), now and then given three planes only.
+                            5 => spec.axes_rope4([pairs.saturating_sub(3 * t), t, t, t]),
                             _ => spec.mrope_order([pairs - 2 * t, t, t], order),
                         };
+                        let four = spec.mrope.is_some_and(|m| m.fourth > 0);
+                        let planes = if four && seed % 7 != 0 { 4 } else { 3 };
                         if pos_kind == 7 {
                             // f32 axes; bad values only where the host sees them.
                             let host = matches!(entry, Entry::RopeHost);
-                            let v =
-                                sinusoidal::float_positions(3 * b * s, seed, host && seed % 4 == 1);
+                            let n = planes * b * s;
+                            let v = sinusoidal::float_positions(n, seed, host && seed % 4 == 1);
                             Pos::FloatAxes(v)
                         } else {
-                            Pos::Axes(ids(3 * b * s, false))
+                            Pos::Axes(ids(planes * b * s, false))
                         }
                     }
                 };

@@ -227,6 +227,7 @@ fn per_axis_frequencies_refuse_scalings_and_other_orders() {
     let mut mixed = RopeSpec::new();
     mixed.mrope = Some(MRope {
         section: [8, 28, 28],
+        fourth: 0,
         order: MRopeOrder::Interleaved,
         frequencies: AxisFrequencies::PerAxis,
     });
@@ -238,7 +239,7 @@ fn per_axis_frequencies_refuse_scalings_and_other_orders() {
     assert!(matches!(e, Error::InvalidMRopeSection { .. }), "{e}");
 }
 
-/// f32 positions (negative, fractional, up to 2^31), 1-D and on three axes, both pair
+/// f32 positions (negative, fractional, up to 2^31), 1-D and on three or four axes, both pair
 /// layouts, in a poisoned buffer with guards, against the f64 reference at the same f32
 /// values.
 #[test]
@@ -257,7 +258,7 @@ fn f32_positions_match_the_reference() {
             })
             .collect()
     };
-    let (flat, axes) = (draw(n), draw(3 * n));
+    let (flat, axes, axes4) = (draw(n), draw(3 * n), draw(4 * n));
     for pair in [PairLayout::HalfSplit, PairLayout::Interleaved] {
         for (spec, values) in [
             (RopeSpec::new().pair_layout(pair), &flat),
@@ -268,6 +269,11 @@ fn f32_positions_match_the_reference() {
             (
                 RopeSpec::new().pair_layout(pair).mrope([8, 12, 12], false),
                 &axes,
+            ),
+            // A fourth axis (FLUX.2's), four planes.
+            (
+                RopeSpec::new().pair_layout(pair).axes_rope4([4, 10, 10, 8]),
+                &axes4,
             ),
         ] {
             let bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
@@ -447,7 +453,7 @@ fn check_module(label: &str, rope: &wgpu_posenc::DiffusersRope, golden: &Value) 
     let n = positions.len();
     // `[t.. | h.. | w..]`, two-axis models leaving t at zero; or one a token.
     let axes_mode = rope.spec.mrope.is_some();
-    let rows = if axes_mode { 3 } else { 1 };
+    let rows = rope.spec.mrope.map_or(1, |m| m.planes() as usize);
     let mut axes = vec![0f32; rows * n];
     for (k, p) in positions.iter().enumerate() {
         assert!(p.len() <= rows, "{label}: {} position axes", p.len());

@@ -377,6 +377,7 @@ fn angle_words_are_the_kernels_fixed_point_revolutions() {
         );
         let mrope = wgpu_posenc::MRope {
             section: [head_dim / 2, 0, 0],
+            fourth: 0,
             order: wgpu_posenc::MRopeOrder::Chunks,
             frequencies: wgpu_posenc::AxisFrequencies::Shared,
         };

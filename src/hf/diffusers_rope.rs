@@ -43,7 +43,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 17] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 15] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -68,16 +68,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 17] = [
         "ErnieImageTransformer2DModel",
         "ErnieImageEmbedND3",
         "angles repeated per pair (interleaved) but applied with rotate-half: the two elements of a pair turn by different angles, not a rotation",
-    ),
-    (
-        "Flux2Transformer2DModel",
-        "Flux2PosEmbed",
-        "four position axes (the crate has three)",
-    ),
-    (
-        "Flux3Transformer2DModel",
-        "Flux3PosEmbed",
-        "four position axes (the crate has three)",
     ),
     (
         "HeliosTransformer3DModel",
@@ -211,6 +201,8 @@ const HEAD: Head = Head::Key("attention_head_dim", 128);
 const T4: Theta = Theta::Fixed(1e4);
 /// FLUX's and HunyuanVideo's axes `(16, 56, 56)`.
 const FLUX_AXES: &[u64] = &[16, 56, 56];
+/// FLUX.2's and FLUX.3's four axes `(32, 32, 32, 32)`.
+const FLUX2_AXES: &[u64] = &[32, 32, 32, 32];
 /// Z-Image's, Bria Fibo 2's and Krea 2's axes `(32, 48, 48)`.
 const Z_AXES: &[u64] = &[32, 48, 48];
 /// Kandinsky 5's and 6 SR's axes `(16, 24, 24)`.
@@ -270,6 +262,20 @@ fn rules(class: &str) -> Option<Vec<Rule>> {
     Some(match class {
         "FluxTransformer2DModel" | "ChromaTransformer2DModel" => vec![flux("FluxPosEmbed")],
         "LongCatImageTransformer2DModel" => vec![flux("LongCatImagePosEmbed")],
+        "Flux2Transformer2DModel" | "Flux3Transformer2DModel" => {
+            let flux2 = class == "Flux2Transformer2DModel";
+            let (module, theta) = match flux2 {
+                true => ("Flux2PosEmbed", 2000.0),
+                false => ("Flux3PosEmbed", 1e4),
+            };
+            let form = Form::Axes("axes_dims_rope", FLUX2_AXES);
+            vec![rule(
+                "pos_embed",
+                module,
+                form,
+                Theta::Key("rope_theta", theta),
+            )]
+        }
         "OvisImageTransformer2DModel" => vec![flux("OvisImagePosEmbed")],
         "BriaTransformer2DModel" => vec![keyed("BriaEmbedND")],
         "BriaFiboTransformer2DModel" => vec![keyed("BriaFiboEmbedND")],
@@ -390,7 +396,14 @@ fn not_read(class: &str) -> Option<Error> {
 
 /// A list of two or three positive even widths (elements) under `key`, or the default.
 fn widths(keys: &Keys<'_>, key: &str, default: &[u64]) -> Result<Vec<u64>> {
-    let need = "a list of two or three positive even widths of at most 2^20";
+    // FLUX.2's and FLUX.3's four axes, or two or three.
+    let (range, need) = match default.len() {
+        4 => (4..=4, "a list of four positive even widths of at most 2^20"),
+        _ => (
+            2..=3,
+            "a list of two or three positive even widths of at most 2^20",
+        ),
+    };
     let Some(v) = keys.0.get(key).filter(|v| !v.is_null()) else {
         return Ok(default.to_vec());
     };
@@ -403,7 +416,7 @@ fn widths(keys: &Keys<'_>, key: &str, default: &[u64]) -> Result<Vec<u64>> {
             .collect()
     });
     match list {
-        Some(l) if (2..=3).contains(&l.len()) => Ok(l),
+        Some(l) if range.contains(&l.len()) => Ok(l),
         _ => Err(Keys::bad(key, need, Some(v))),
     }
 }
@@ -526,7 +539,8 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<DiffusersRope> {
         [] => spec,
         [h, w] => spec.axes_rope([0, h / 2, w / 2]),
         [t, h, w] => spec.axes_rope([t / 2, h / 2, w / 2]),
-        _ => return Err(Keys::bad("axes", "two or three widths", None)),
+        [t, h, w, l] => spec.axes_rope4([t / 2, h / 2, w / 2, l / 2]),
+        _ => return Err(Keys::bad("axes", "two to four widths", None)),
     };
     if rotated < d {
         spec = spec.rotary_dim(rotated);
@@ -550,7 +564,8 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<DiffusersRope> {
 
 impl DiffusersRope {
     /// The rotary modules of a diffusers transformer, from its `config.json` (feature
-    /// `hf-config`), in the order the class builds them: FLUX.1 and the classes that copy its
+    /// `hf-config`), in the order the class builds them: FLUX.1, FLUX.2 and FLUX.3 (four
+    /// axes, [`RopeSpec::axes_rope4`]) and the classes that copy FLUX.1's
     /// `FluxPosEmbed` (Chroma, LongCat-Image, Ovis-Image, Bria, Bria Fibo, Krea 2), Z-Image
     /// and Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x
     /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, CogView4 and

@@ -295,8 +295,15 @@ impl Rope {
     /// frequency (and norm factor) buffer, the caches and the flag.
     fn block<'c>(&self, call: &QkvCall<'c>, views: &Views<'c>) -> Result<Block<'c>> {
         let [batch, _, seq, _] = call.qkv.layout.shape;
+        if self.spec.mrope.is_some_and(|m| m.fourth > 0) {
+            return Err(Error::Unsupported(
+                "the fused QKV call reads three position axes; rotate with a fourth axis \
+                 (RopeSpec::axes_rope4) through encode_rope",
+            ));
+        }
         let reads = Reads::Fused {
             mrope: self.spec.mrope.is_some(),
+            planes: 3,
         };
         let (positions, seq_len) = resolve_positions(call.positions, &views.q, reads)?;
         let slots = self.slots(call, &positions, seq_len, views)?;

@@ -19,8 +19,9 @@ pub(crate) struct Words<'a> {
 pub(crate) type PassPositions<'a> = Positions<Words<'a>>;
 
 impl<A> Positions<A> {
-    /// Which ids a block of a `[batch, _, seq, _]` view reads, for the planner.
-    pub(crate) fn ids_span(&self, batch: u64, seq: u64) -> IdsSpan {
+    /// Which ids a block of a `[batch, _, seq, _]` view reads, for the planner (`planes`
+    /// position axes where there are axes).
+    pub(crate) fn ids_span(&self, batch: u64, seq: u64, planes: u64) -> IdsSpan {
         match self {
             Positions::Start(_) => IdsSpan::None,
             Positions::BatchStarts(_) => IdsSpan::PerBatch,
@@ -29,6 +30,7 @@ impl<A> Positions<A> {
             Positions::Axes(_) | Positions::FloatAxes(_) => IdsSpan::Axes {
                 seq,
                 axis_stride: batch * seq,
+                planes,
             },
         }
     }
@@ -139,10 +141,11 @@ pub(crate) fn check_float_frequencies(inv_freq: &[Dd]) -> Result<()> {
 /// Which positions a kernel reads.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Reads {
-    /// RoPE: position axes (u32 or f32) with an M-RoPE spec and only then.
-    Rope { mrope: bool },
+    /// RoPE: position axes (u32 or f32) with an M-RoPE spec and only then; `planes` of them
+    /// (3, or 4 for a fourth axis).
+    Rope { mrope: bool, planes: u64 },
     /// The fused QKV call: as RoPE, u32 positions only.
-    Fused { mrope: bool },
+    Fused { mrope: bool, planes: u64 },
     /// The sinusoidal encoding: one position a token, u32 or f32.
     Sinusoidal,
 }
@@ -158,7 +161,7 @@ pub(crate) fn resolve_positions<'a>(
     let axes = matches!(positions, Positions::Axes(_) | Positions::FloatAxes(_));
     let float = matches!(positions, Positions::Float(_) | Positions::FloatAxes(_));
     match reads {
-        Reads::Rope { mrope } | Reads::Fused { mrope } if mrope != axes => {
+        Reads::Rope { mrope, .. } | Reads::Fused { mrope, .. } if mrope != axes => {
             return Err(Error::PositionsMismatch(
                 "position axes (RopeSpec::mrope, axes_rope) and Positions::Axes or FloatAxes \
                  go together: give both or neither",
@@ -191,7 +194,12 @@ pub(crate) fn resolve_positions<'a>(
         Positions::Start(start) => Some(u64::from(start) + s),
         _ => None,
     };
-    let resolved = positions.try_map(b, s, |v, need| words(v, need.count, need.what))?;
+    let planes = match reads {
+        Reads::Rope { planes, .. } | Reads::Fused { planes, .. } => planes,
+        Reads::Sinusoidal => 3,
+    };
+    let resolved =
+        positions.try_map_planes(b, s, planes, |v, need| words(v, need.count, need.what))?;
     Ok((resolved, seq_len))
 }
 

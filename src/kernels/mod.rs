@@ -176,6 +176,9 @@ pub struct Specialization {
     /// ones ([`crate::OutputOrder::PairHalves`]): the out-of-place output, the fused call's
     /// `q_out` and K cache.
     pub pair_halves: bool,
+    /// Position axes read from four planes (a fourth axis, [`crate::RopeSpec::axes_rope4`]),
+    /// not three.
+    pub axes4: bool,
 }
 
 impl Specialization {
@@ -207,6 +210,7 @@ impl Specialization {
             positions: PositionMode::Start,
             from_cache: false,
             pair_halves: false,
+            axes4: false,
         }
     }
 
@@ -315,6 +319,10 @@ impl Specialization {
         if self.pair_halves {
             constants.push(("PAIR_HALVES", 1.0));
         }
+        // Declared by every variant (shaders/common.wgsl), set where on.
+        if self.axes4 {
+            constants.push(("AXES4", 1.0));
+        }
         match self.op {
             Op::Rope { second, .. } => constants.push((
                 "SECOND",
@@ -362,6 +370,16 @@ impl Specialization {
                         for positions in PositionMode::GPU {
                             if positions != PositionMode::FloatAxes || kernel == Kernel::Rope {
                                 all.push(Specialization { positions, ..plain });
+                            }
+                        }
+                        // Four position planes: RoPE's, u32 or f32.
+                        if kernel == Kernel::Rope {
+                            for positions in [PositionMode::Axes, PositionMode::FloatAxes] {
+                                all.push(Specialization {
+                                    positions,
+                                    axes4: true,
+                                    ..plain
+                                });
                             }
                         }
                         all.push(Specialization {

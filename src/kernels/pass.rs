@@ -149,7 +149,8 @@ impl Passes {
         };
         let mut views = vec![view(&pass.a)];
         views.extend(pass.b.as_ref().map(view));
-        let ids = pass.positions.ids_span(b, s);
+        let planes = if pass.spec.axes4 { 4 } else { 3 };
+        let ids = pass.positions.ids_span(b, s, planes);
         PlanInput {
             extents: [b, h, s],
             views,

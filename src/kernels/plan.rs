@@ -79,10 +79,11 @@ pub(crate) enum IdsSpan {
     PerToken {
         seq: u64,
     },
-    /// Three planes `[3, batch, seq]`, `axis_stride` apart.
+    /// `planes` planes `[planes, batch, seq]` (3 or 4), `axis_stride` apart.
     Axes {
         seq: u64,
         axis_stride: u64,
+        planes: u64,
     },
     /// All of them, whatever the block (cu_seqlens).
     Whole(u64),
@@ -137,8 +138,13 @@ impl PlanInput {
             IdsSpan::None => 0,
             IdsSpan::PerBatch => e[0],
             IdsSpan::PerToken { seq } => per_token(seq),
-            IdsSpan::Axes { seq, axis_stride } => {
-                per_token(seq).saturating_add(axis_stride.saturating_mul(2))
+            IdsSpan::Axes {
+                seq,
+                axis_stride,
+                planes,
+            } => {
+                let others = planes.saturating_sub(1);
+                per_token(seq).saturating_add(axis_stride.saturating_mul(others))
             }
             IdsSpan::Whole(n) => n,
         }

@@ -231,6 +231,7 @@ impl Rope {
             &layout,
             Reads::Rope {
                 mrope: self.spec.mrope.is_some(),
+                planes: self.planes(),
             },
         )?;
         let float = matches!(positions, Positions::Float(_) | Positions::FloatAxes(_));
@@ -258,6 +259,7 @@ impl Rope {
                 positions: positions.mode(),
                 from_cache: cache.is_some(),
                 pair_halves,
+                axes4: self.planes() == 4,
                 ..Specialization::new(
                     Kernel::Rope,
                     self.spec.pair_layout,
@@ -312,6 +314,11 @@ impl Rope {
     /// The angles of a call whose positions give HF's sequence length `seq_len` (`None`:
     /// positions on the GPU), unless the spec sets its own: borrowed when they do not depend
     /// on the length, so that a call copies nothing.
+    /// The position planes the spec reads (3 without position axes, where none are read).
+    fn planes(&self) -> u64 {
+        self.spec.mrope.map_or(3, |m| m.planes())
+    }
+
     pub(super) fn angles_at(&self, seq_len: Option<u64>) -> Result<Cow<'_, Angles>> {
         if let Some(fixed) = &self.fixed {
             return Ok(Cow::Borrowed(fixed));

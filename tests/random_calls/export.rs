@@ -72,12 +72,17 @@ pub fn words_strategy() -> impl Strategy<Value = WordsCase> {
                 if mrope > 1 {
                     let pairs = rotary_dim.unwrap_or(head_dim) / 2;
                     let t = pairs / 3 + seed % 2;
+                    let per_axis = mrope == 2 && seed % 3 == 0;
+                    let w = pairs.saturating_sub(t + pairs / 3);
+                    // Per-axis lists also over a fourth axis (FLUX.2's), half the width's.
+                    let fourth = if per_axis && seed % 5 == 0 { w / 2 } else { 0 };
                     spec.mrope = Some(MRope {
-                        section: [t, pairs / 3, pairs.saturating_sub(t + pairs / 3)],
+                        section: [t, pairs / 3, w - fourth],
+                        fourth,
                         order: [MRopeOrder::Chunks, MRopeOrder::Interleaved, MRopeOrder::HwThenT]
                             [usize::from(mrope - 2)],
                         // Contiguous sections also with a frequency list per axis.
-                        frequencies: if mrope == 2 && seed % 3 == 0 {
+                        frequencies: if per_axis {
                             AxisFrequencies::PerAxis
                         } else {
                             AxisFrequencies::Shared
