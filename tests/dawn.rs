@@ -880,6 +880,10 @@ fn recorded() -> &'static Recorder {
         let float_axes: Vec<u32> = (0..3 * 2 * 11)
             .map(|i| ((i as f32 - 33.0) * 1.75).to_bits())
             .collect();
+        // FLUX.2-like ids on four axes (f32): the fourth, `l`, a text index.
+        let float_axes4: Vec<u32> = (0..4 * 2 * 11)
+            .map(|i| ((i % 29) as f32 * 0.5 - 3.0).to_bits())
+            .collect();
         let float_ids: Vec<u32> = (0..2 * 23)
             .map(|i| (i as f32 * -0.37 + 3.5).to_bits())
             .collect();
@@ -981,6 +985,19 @@ fn recorded() -> &'static Recorder {
                 RopeSpec::new(),
                 Layout::bhsd([2, 3, 23, 16]),
                 HostPositions::Float(&float_ids),
+            ),
+            (
+                "rope per-axis frequencies over four axes (FLUX.2) at f32 axes",
+                RopeSpec::new()
+                    .pair_layout(PairLayout::Interleaved)
+                    .axes_rope4([4, 10, 10, 8]),
+                Layout::bshd(Dims {
+                    batch: 2,
+                    heads: 2,
+                    seq: 11,
+                    head_dim: 64,
+                }),
+                HostPositions::FloatAxes(&float_axes4),
             ),
         ];
         for (name, spec, layout, host) in &f32_cases {

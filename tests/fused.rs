@@ -763,6 +763,13 @@ fn bad_fused_calls_are_typed_errors() {
     let float_ids = u32_buffer(&[0.5f32.to_bits(); 2]);
     let float = QkvCall::new(qkv, 2, Positions::Float(ArrayView::new(&float_ids)), kv);
     assert!(matches!(encode(&float), Err(Error::PositionsMismatch(_))));
+    // A fourth position axis (RopeSpec::axes_rope4) is encode_rope's only.
+    let four_ids = u32_buffer(&[1; 4 * 2]);
+    let four = QkvCall::new(qkv, 2, Positions::Axes(ArrayView::new(&four_ids)), kv);
+    let spec4 = RopeSpec::new().axes_rope4([2, 2, 2, 2]);
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    let e = ctx().encode_qkv(&mut encoder, &spec4, &four);
+    assert!(matches!(e, Err(Error::Unsupported(_))), "{e:?}");
     let wrong_heads = QkvCall {
         kv_heads: 3,
         ..good

@@ -237,6 +237,71 @@ fn per_axis_frequencies_refuse_scalings_and_other_orders() {
     let short = RopeSpec::new().axes_rope([8, 28, 27]);
     let e = ctx().rope(&short, 128).map(drop).expect_err("sections");
     assert!(matches!(e, Error::InvalidMRopeSection { .. }), "{e}");
+    let short = RopeSpec::new().axes_rope4([16, 16, 16, 15]);
+    let e = ctx()
+        .rope(&short, 128)
+        .map(drop)
+        .expect_err("four sections");
+    assert!(
+        matches!(e, Error::InvalidMRopeSection { fourth: 15, .. }),
+        "{e}"
+    );
+    // A fourth axis in another order, or with the shared list.
+    for (order, frequencies) in [
+        (MRopeOrder::Interleaved, AxisFrequencies::PerAxis),
+        (MRopeOrder::Chunks, AxisFrequencies::Shared),
+    ] {
+        let mut four = RopeSpec::new();
+        four.mrope = Some(MRope {
+            section: [16, 16, 16],
+            fourth: 16,
+            order,
+            frequencies,
+        });
+        let e = ctx().rope(&four, 128).map(drop).expect_err("fourth axis");
+        assert!(matches!(e, Error::Unsupported(_)), "{e}");
+    }
+}
+
+/// A fourth axis reads four planes: three are too few (a typed error, no read past them;
+/// the fused QKV call, which reads three, refuses it: `tests/fused.rs`).
+#[test]
+fn a_fourth_axis_needs_four_planes() {
+    use wgpu_posenc::Error;
+    let spec = RopeSpec::new()
+        .pair_layout(PairLayout::Interleaved)
+        .axes_rope4([4, 10, 10, 8]);
+    let layout = Layout::bshd(Dims {
+        batch: 2,
+        seq: 5,
+        heads: 3,
+        head_dim: 64,
+    });
+    let x = common::f32_buffer(&vec![0.5; 2 * 5 * 3 * 64]);
+    let view = TensorView::new(&x, layout);
+    let three = u32_buffer(&[1; 3 * 2 * 5]);
+    let mut encoder = ctx().device().create_command_encoder(&Default::default());
+    for positions in [
+        Positions::Axes(ArrayView::new(&three)),
+        Positions::FloatAxes(ArrayView::new(&three)),
+    ] {
+        let e = ctx()
+            .encode_rope(&mut encoder, &spec, &view, positions)
+            .expect_err("three planes");
+        assert!(
+            matches!(e, Error::PositionIdsTooShort { needed: 40, .. }),
+            "{e}"
+        );
+    }
+    let four = u32_buffer(&[1; 4 * 2 * 5]);
+    ctx()
+        .encode_rope(
+            &mut encoder,
+            &spec,
+            &view,
+            Positions::Axes(ArrayView::new(&four)),
+        )
+        .expect("four planes");
 }
 
 /// f32 positions (negative, fractional, up to 2^31), 1-D and on three or four axes, both pair
