@@ -191,7 +191,11 @@ pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f
             .section
             .iter()
             .chain([&m.fourth])
-            .flat_map(|&n| inv_freq_exact(2 * n, spec.base));
+            .enumerate()
+            .flat_map(|(a, &n)| {
+                let base = spec.axis_bases.map_or(spec.base, |b| b[a]);
+                inv_freq_exact(2 * n, base)
+            });
         return Ok((lists.collect(), 1.0));
     }
     match spec.scaling {

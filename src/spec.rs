@@ -206,6 +206,10 @@ pub struct RopeSpec {
     pub scaling_seq_len: Option<u64>,
     /// Multimodal RoPE sections; positions must then be [`Positions::Axes`](crate::Positions::Axes).
     pub mrope: Option<MRope>,
+    /// A base of its own for each axis `[t, h, w, l]` of per-axis frequencies
+    /// ([`AxisFrequencies::PerAxis`]; diffusers' Cosmos, whose NTK factors raise each axis's
+    /// theta); `None` takes [`RopeSpec::base`] for every axis.
+    pub axis_bases: Option<[f64; 4]>,
     /// Where an out-of-place rotation writes each pair (see [`OutputOrder`]).
     pub output_order: OutputOrder,
 }
@@ -220,6 +224,7 @@ impl Default for RopeSpec {
             scaling: Scaling::Default,
             scaling_seq_len: None,
             mrope: None,
+            axis_bases: None,
             output_order: OutputOrder::Pairs,
         }
     }
@@ -320,6 +325,14 @@ impl RopeSpec {
         self
     }
 
+    /// Per-axis frequencies with a base of their own for each axis `[t, h, w, l]` (the
+    /// entries of axes without pairs are ignored, but must be valid bases); see
+    /// [`RopeSpec::axis_bases`](RopeSpec#structfield.axis_bases).
+    pub fn axis_bases(mut self, bases: [f64; 4]) -> Self {
+        self.axis_bases = Some(bases);
+        self
+    }
+
     /// [`RopeSpec::axes_rope`] over four axes `[t, h, w, l]` (diffusers' FLUX.2
     /// `Flux2PosEmbed`, `axes_dims_rope` `(32, 32, 32, 32)`: `[16, 16, 16, 16]` over
     /// interleaved pairs, base 2 000), positions `[4, batch, seq]`
@@ -349,13 +362,15 @@ impl RopeSpec {
             inv_freq_lo: Vec::new(),
             attention_factor: 1.0,
         };
-        for n in m.section.into_iter().chain([m.fourth]).filter(|&n| n > 0) {
+        let sections = m.section.into_iter().chain([m.fourth]).enumerate();
+        for (axis, n) in sections.filter(|&(_, n)| n > 0) {
             let width = u32::try_from(2 * n).map_err(|_| Error::InvalidMRopeSection {
                 section: m.section,
                 fourth: m.fourth,
                 pairs: u64::from(r / 2),
             })?;
-            let f = Scaling::Default.frequencies(width, self.base, seq_len)?;
+            let base = self.axis_bases.map_or(self.base, |b| b[axis]);
+            let f = Scaling::Default.frequencies(width, base, seq_len)?;
             out.inv_freq.extend(f.inv_freq);
             out.inv_freq_lo.extend(f.inv_freq_lo);
         }
@@ -392,6 +407,18 @@ impl RopeSpec {
             return Err(Error::PairHalvesNeedInterleaved);
         }
         check_base(self.base)?;
+        if let Some(bases) = self.axis_bases {
+            bases.into_iter().try_for_each(check_base)?;
+            if self
+                .mrope
+                .is_none_or(|m| m.frequencies != AxisFrequencies::PerAxis)
+            {
+                return Err(Error::Unsupported(
+                    "a base per axis (RopeSpec::axis_bases) is for per-axis frequencies \
+                     (RopeSpec::axes_rope or axes_rope4)",
+                ));
+            }
+        }
         // Even for an empty view: a bad spec is an error whatever the tensor.
         self.scaling.check_for(r, self.base)?;
         if let Some(m) = self.mrope {

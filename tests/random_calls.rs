@@ -33,9 +33,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngSeed};
 use wgpu_posenc::Dims;
 use wgpu_posenc::{
-    ArrayView, CosSinCache, Dtype, HostPositions, Layout, MRopeOrder, OutputOrder, PairLayout,
-    Positions, RopeCall, RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec, TensorView,
-    reference,
+    ArrayView, AxisFrequencies, CosSinCache, Dtype, HostPositions, Layout, MRopeOrder, OutputOrder,
+    PairLayout, Positions, RopeCall, RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec,
+    TensorView, reference,
 };
 
 /// Calls made, and calls that ran and were compared with the reference (the rest returned
@@ -258,6 +258,14 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                             5 => spec.axes_rope4([pairs.saturating_sub(3 * t), t, t, t]),
                             _ => spec.mrope_order([pairs - 2 * t, t, t], order),
                         };
+                        // A base per axis (Cosmos') with per-axis lists, now and then.
+                        let per_axis = spec
+                            .mrope
+                            .is_some_and(|m| m.frequencies == AxisFrequencies::PerAxis);
+                        if per_axis && seed % 3 == 1 {
+                            let base = spec.base;
+                            spec = spec.axis_bases([base * 2.0, base, 500.0, 1e6]);
+                        }
                         let four = spec.mrope.is_some_and(|m| m.fourth > 0);
                         let planes = if four && seed % 7 != 0 { 4 } else { 3 };
                         if pos_kind == 7 {

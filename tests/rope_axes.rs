@@ -246,6 +246,20 @@ fn per_axis_frequencies_refuse_scalings_and_other_orders() {
         matches!(e, Error::InvalidMRopeSection { fourth: 15, .. }),
         "{e}"
     );
+    // A base per axis: per-axis lists only, each a valid base.
+    let shared = RopeSpec::new()
+        .mrope([8, 28, 28], false)
+        .axis_bases([2e4, 1e4, 1e4, 1e4]);
+    let e = ctx().rope(&shared, 128).map(drop).expect_err("shared list");
+    assert!(matches!(e, Error::Unsupported(_)), "{e}");
+    let bad = RopeSpec::new()
+        .axes_rope([8, 28, 28])
+        .axis_bases([2e4, 1e4, f64::NAN, 1e4]);
+    let e = ctx().rope(&bad, 128).map(drop).expect_err("NaN base");
+    assert!(
+        matches!(e, Error::InvalidParameter { what: "base", .. }),
+        "{e}"
+    );
     // A fourth axis in another order, or with the shared list.
     for (order, frequencies) in [
         (MRopeOrder::Interleaved, AxisFrequencies::PerAxis),
@@ -333,6 +347,14 @@ fn f32_positions_match_the_reference() {
             ),
             (
                 RopeSpec::new().pair_layout(pair).mrope([8, 12, 12], false),
+                &axes,
+            ),
+            // A theta per axis (Cosmos').
+            (
+                RopeSpec::new()
+                    .pair_layout(pair)
+                    .axes_rope([12, 10, 10])
+                    .axis_bases([20_671.0, 1e4, 3.5e5, 1e4]),
                 &axes,
             ),
             // A fourth axis (FLUX.2's), four planes.

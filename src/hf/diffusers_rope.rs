@@ -43,7 +43,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 15] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 14] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -53,11 +53,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 15] = [
         "AnyFlowTransformer3DModel",
         "AnyFlowRotaryPosEmbed",
         "a Wan grid made from a layout object at call time: not checked yet",
-    ),
-    (
-        "CosmosTransformer3DModel",
-        "CosmosRotaryPosEmbed",
-        "a theta of its own per axis (an NTK factor from rope_scale) and fps-scaled temporal positions",
     ),
     (
         "EasyAnimateTransformer3DModel",
@@ -151,6 +146,9 @@ enum Form {
     HalfEach,
     /// MiniMax H3's: three axes of `2 n` lanes each (`n` a key with its default).
     Shared(&'static str, u64),
+    /// Cosmos': Wan's split of the head, each axis's theta `10 000 * s^(d / (d - 2))` for
+    /// its `rope_scale` entry `s` and width `d` (NTK factors).
+    Cosmos,
     /// 1-D RoPE over the whole head.
     Head,
     /// 1-D RoPE over the first lanes: a key with its default (MiniMax Music 3's
@@ -302,6 +300,10 @@ fn rules(class: &str) -> Option<Vec<Rule>> {
         | "SanaVideoTransformer3DModel" => vec![wan("WanRotaryPosEmbed")],
         "SkyReelsV2Transformer3DModel" => vec![wan("SkyReelsV2RotaryPosEmbed")],
         "ChronoEditTransformer3DModel" => vec![wan("ChronoEditRotaryPosEmbed")],
+        "CosmosTransformer3DModel" => {
+            let r = rule("rope", "CosmosRotaryPosEmbed", Form::Cosmos, T4);
+            vec![with(r, HS, HEAD)]
+        }
         "CogView4Transformer2DModel" => vec![glm("CogView4RotaryPosEmbed")],
         "GlmImageTransformer2DModel" => vec![glm("GlmImageRotaryPosEmbed")],
         "Kandinsky5Transformer3DModel" => {
@@ -451,6 +453,36 @@ fn spatial(keys: &Keys<'_>, key: &str, default: [u64; 3]) -> Result<[u64; 2]> {
     }
 }
 
+/// Cosmos' theta per axis: `10 000 * s_a^(d_a / (d_a - 2))` for `rope_scale` `[s_t, s_h,
+/// s_w]` (diffusers' default `(2, 1, 1)`) and the axes' widths.
+fn cosmos_bases(keys: &Keys<'_>, dims: &[u64]) -> Result<[f64; 4]> {
+    let key = "rope_scale";
+    let scale = match keys.0.get(key).filter(|v| !v.is_null()) {
+        None => vec![2.0, 1.0, 1.0],
+        Some(v) => v
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .map(|x| x.as_f64().filter(|s| *s > 0.0 && s.is_finite()))
+                    .collect()
+            })
+            .filter(|l: &Vec<f64>| l.len() == 3)
+            .ok_or_else(|| Keys::bad(key, "three positive scales [t, h, w]", Some(v)))?,
+    };
+    let mut bases = [1e4; 4];
+    for (a, (&s, &d)) in scale.iter().zip(dims).enumerate() {
+        if d <= 2 {
+            return Err(Keys::bad(
+                "attention_head_dim",
+                "axes wider than 2 lanes (Cosmos' NTK exponent d / (d - 2))",
+                None,
+            ));
+        }
+        bases[a] = 1e4 * s.powf(d as f64 / (d as f64 - 2.0));
+    }
+    Ok(bases)
+}
+
 /// The head width of a rule (`sum`: the axes' widths).
 fn head_dim(keys: &Keys<'_>, head: Head, sum: u64) -> Result<u64> {
     match head {
@@ -484,7 +516,7 @@ fn shape(keys: &Keys<'_>, rule: Rule) -> Result<(Vec<u64>, u64, Option<u64>)> {
             let d = head(dims.iter().sum())?;
             (dims, d, None)
         }
-        Form::Wan => {
+        Form::Wan | Form::Cosmos => {
             let d = head(0)?;
             let hw = 2 * (d / 6);
             (vec![d - 2 * hw, hw, hw], d, None)
@@ -545,6 +577,9 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<DiffusersRope> {
     if rotated < d {
         spec = spec.rotary_dim(rotated);
     }
+    if let Form::Cosmos = rule.form {
+        spec = spec.axis_bases(cosmos_bases(keys, &dims)?);
+    }
     if let Form::Interleaved(key, default) = rule.form {
         let [h, w] = spatial(keys, key, default)?;
         // The temporal axis takes every pair the spatial ones leave.
@@ -568,7 +603,8 @@ impl DiffusersRope {
     /// axes, [`RopeSpec::axes_rope4`]) and the classes that copy FLUX.1's
     /// `FluxPosEmbed` (Chroma, LongCat-Image, Ovis-Image, Bria, Bria Fibo, Krea 2), Z-Image
     /// and Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x
-    /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, CogView4 and
+    /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, Cosmos (a
+    /// theta per axis, [`RopeSpec::axis_bases`]; half-split), CogView4 and
     /// GLM-Image (two axes, half-split), PRX (two axes), Kandinsky 5 (its 1-D text module and its visual one),
     /// 6 (visual, audio and two text modules; `audio_freqs_scaling` 1 only) and 6 SR, Qwen-Image, Qwen-Image 2.1 and NucleusMoE-Image (centered grids: negative
     /// positions, `FloatAxes`; text on the diagonal; a layered Qwen-Image config,

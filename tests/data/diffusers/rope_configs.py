@@ -33,7 +33,8 @@ The two forms of forward:
     the 1-D audio modules (Stable Audio 3, LongCat Audio, MiniMax Music 3) at `0..300`,
     MiniMax H3's at float position ids, Ideogram 4's and Cosmos 3's interleaved M-RoPE at
     text ids on the diagonal and an image grid past their offsets, Qwen-Image's family at
-    its centered grids with text on the diagonal (see `run_other`).
+    its centered grids with text on the diagonal, Cosmos' at a 30 fps video's frame times
+    (see `run_other`).
 Classes of other forms are listed with their rotary modules and no golden.
 
 Output (stdout, JSON): {"generator", "diffusers", "torch", "builds": {label: {"config",
@@ -171,7 +172,7 @@ OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky6RoPE3D", "Kandinsk
          "Kandinsky6RoPE1D", "StableAudio3RotaryEmbedding",
          "AudioDiTRotaryEmbedding", "MiniMaxMusic3RotaryEmbedding", "MiniMaxH3RotaryPosEmbed",
          "Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding", "QwenEmbedRope", "NucleusMoEEmbedRope",
-         "QwenImage21Rope"}
+         "QwenImage21Rope", "CosmosRotaryPosEmbed"}
 
 
 def run_other(module, name, config):
@@ -226,6 +227,14 @@ def run_other(module, name, config):
         pos += [[0.0, float(a), float(b)] for a in range(-(h - h // 2), h // 2)
                 for b in range(-(w - w // 2), w // 2)]
         return pos, torch.cat([txt, vid])
+    if name == "CosmosRotaryPosEmbed":
+        # A 30 fps video: frame t at t / fps * base_fps, in f32 as the module computes it.
+        f, h, w = 9, 24, 40
+        pt, ph, pw = module.patch_size
+        out = module(torch.empty(1, 4, f * pt, h * ph, w * pw), fps=30)
+        t = (torch.arange(f, dtype=torch.float32) / 30 * module.base_fps).tolist()
+        return [[t[a], float(b), float(c)] for a in range(f) for b in range(h)
+                for c in range(w)], out
     if name == "QwenImage21Rope":
         # 8 text tokens, a 24 x 40 image, 4 text tokens: the module's running counter.
         h, w, before, after = 24, 40, 8, 4
