@@ -43,7 +43,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 14] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 13] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -88,11 +88,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 14] = [
         "LTXVideoTransformer3DModel",
         "LTXVideoRotaryPosEmbed",
         "frequencies increasing from pi/2 and fractional coordinates",
-    ),
-    (
-        "Lumina2Transformer2DModel",
-        "Lumina2RotaryPosEmbed",
-        "caption and image positions made with the attention mask at call time: not checked yet",
     ),
     (
         "MochiTransformer3DModel",
@@ -349,6 +344,15 @@ fn rules(class: &str) -> Option<Vec<Rule>> {
         "QwenImageTransformer2DModel" => vec![flux("QwenEmbedRope")],
         "NucleusMoEImageTransformer2DModel" => vec![flux("NucleusMoEEmbedRope")],
         "QwenImage21Transformer2DModel" => vec![flux("QwenImage21Rope")],
+        "Lumina2Transformer2DModel" => {
+            let form = Form::Axes("axes_dim_rope", &[32, 32, 32]);
+            let r = rule("rope_embedder", "Lumina2RotaryPosEmbed", form, T4);
+            vec![with(
+                r,
+                IL,
+                Head::Over("hidden_size", 2304, "num_attention_heads", 24),
+            )]
+        }
         "PRXTransformer2DModel" => {
             let form = Form::Axes("axes_dim", &[32, 32]);
             let r = rule("pe_embedder", "PRXEmbedND", form, Theta::Key("theta", 1e4));
@@ -605,7 +609,7 @@ impl DiffusersRope {
     /// and Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x
     /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, Cosmos (a
     /// theta per axis, [`RopeSpec::axis_bases`]; half-split), CogView4 and
-    /// GLM-Image (two axes, half-split), PRX (two axes), Kandinsky 5 (its 1-D text module and its visual one),
+    /// GLM-Image (two axes, half-split), PRX (two axes), Lumina 2, Kandinsky 5 (its 1-D text module and its visual one),
     /// 6 (visual, audio and two text modules; `audio_freqs_scaling` 1 only) and 6 SR, Qwen-Image, Qwen-Image 2.1 and NucleusMoE-Image (centered grids: negative
     /// positions, `FloatAxes`; text on the diagonal; a layered Qwen-Image config,
     /// `use_layer3d_rope`, is refused), MiniMax H3 (three axes over the first 96 lanes,

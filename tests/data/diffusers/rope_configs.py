@@ -33,8 +33,8 @@ The two forms of forward:
     the 1-D audio modules (Stable Audio 3, LongCat Audio, MiniMax Music 3) at `0..300`,
     MiniMax H3's at float position ids, Ideogram 4's and Cosmos 3's interleaved M-RoPE at
     text ids on the diagonal and an image grid past their offsets, Qwen-Image's family at
-    its centered grids with text on the diagonal, Cosmos' at a 30 fps video's frame times
-    (see `run_other`).
+    its centered grids with text on the diagonal, Cosmos' at a 30 fps video's frame times,
+    Lumina 2's caption and image ids (see `run_other`).
 Classes of other forms are listed with their rotary modules and no golden.
 
 Output (stdout, JSON): {"generator", "diffusers", "torch", "builds": {label: {"config",
@@ -172,7 +172,7 @@ OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky6RoPE3D", "Kandinsk
          "Kandinsky6RoPE1D", "StableAudio3RotaryEmbedding",
          "AudioDiTRotaryEmbedding", "MiniMaxMusic3RotaryEmbedding", "MiniMaxH3RotaryPosEmbed",
          "Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding", "QwenEmbedRope", "NucleusMoEEmbedRope",
-         "QwenImage21Rope", "CosmosRotaryPosEmbed"}
+         "QwenImage21Rope", "CosmosRotaryPosEmbed", "Lumina2RotaryPosEmbed"}
 
 
 def run_other(module, name, config):
@@ -235,6 +235,14 @@ def run_other(module, name, config):
         t = (torch.arange(f, dtype=torch.float32) / 30 * module.base_fps).tolist()
         return [[t[a], float(b), float(c)] for a in range(f) for b in range(h)
                 for c in range(w)], out
+    if name == "Lumina2RotaryPosEmbed":
+        # 8 caption tokens (k, 0, 0), then a 24 x 40 image (8, row, column): the module's ids.
+        h, w, cap = 24, 40, 8
+        p = module.patch_size
+        out = module(torch.empty(1, 4, h * p, w * p), torch.ones(1, cap, dtype=torch.bool))
+        pos = [[float(k), 0.0, 0.0] for k in range(cap)]
+        pos += [[float(cap), float(r), float(c)] for r in range(h) for c in range(w)]
+        return pos, out[3]
     if name == "QwenImage21Rope":
         # 8 text tokens, a 24 x 40 image, 4 text tokens: the module's running counter.
         h, w, before, after = 24, 40, 8, 4
