@@ -551,6 +551,13 @@ fn check_module(label: &str, rope: &wgpu_posenc::DiffusersRope, golden: &Value) 
     }
     let words: Vec<u32> = axes.iter().map(|x| x.to_bits()).collect();
     let (heads, d) = (2u64, rope.head_dim);
+    // OmniGen's LongRoPE chooses its factors by the largest position + 1, as its module does.
+    let mut spec = rope.spec.clone();
+    if spec.scaling.needs_seq_len() {
+        let last = axes.iter().fold(0f32, |m, &p| m.max(p));
+        spec.scaling_seq_len = Some(last as u64 + 1);
+    }
+    let spec = &spec;
     let shape = Dims {
         batch: 1,
         seq: n as u64,
@@ -558,10 +565,10 @@ fn check_module(label: &str, rope: &wgpu_posenc::DiffusersRope, golden: &Value) 
         head_dim: d,
     };
     let q = Rng::new(29).values(n * (heads * d) as usize);
-    let got = rotate_with(&rope.spec, shape, &q, &words, |v| axes_or_1d(v, axes_mode));
+    let got = rotate_with(spec, shape, &q, &words, |v| axes_or_1d(v, axes_mode));
     let mut want: Vec<f64> = q.iter().map(|&v| f64::from(v)).collect();
     let host = axes_or_1d(&words[..], axes_mode);
-    reference::rope(&rope.spec, &Layout::bshd(shape), &mut want, host);
+    reference::rope(spec, &Layout::bshd(shape), &mut want, host);
     let ours = got
         .iter()
         .zip(&want)

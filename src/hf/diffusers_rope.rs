@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::diffusers::{Keys, read_class};
 use crate::error::{Error, FrequencyError, Result};
+use crate::frequencies::Scaling;
 use crate::spec::{MRopeOrder, PairLayout, RopeSpec};
 
 /// The diffusers transformers that hold no rotary module (`tests/data/diffusers/
@@ -43,7 +44,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 13] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 12] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -93,11 +94,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 13] = [
         "MochiTransformer3DModel",
         "MochiRoPE",
         "learned per-head frequencies",
-    ),
-    (
-        "OmniGenTransformer2DModel",
-        "OmniGenSuScaledRotaryEmbedding",
-        "a 1-D LongRoPE (su) over text and image ids, not checked yet",
     ),
     (
         "SanaWMLTX2RefinerTransformer3DModel",
@@ -344,6 +340,19 @@ fn rules(class: &str) -> Option<Vec<Rule>> {
         "QwenImageTransformer2DModel" => vec![flux("QwenEmbedRope")],
         "NucleusMoEImageTransformer2DModel" => vec![flux("NucleusMoEEmbedRope")],
         "QwenImage21Transformer2DModel" => vec![flux("QwenImage21Rope")],
+        "OmniGenTransformer2DModel" => {
+            let r = rule(
+                "rope",
+                "OmniGenSuScaledRotaryEmbedding",
+                Form::Head,
+                Theta::Key("rope_base", 1e4),
+            );
+            vec![with(
+                r,
+                HS,
+                Head::Over("hidden_size", 3072, "num_attention_heads", 32),
+            )]
+        }
         "Lumina2Transformer2DModel" => {
             let form = Form::Axes("axes_dim_rope", &[32, 32, 32]);
             let r = rule("rope_embedder", "Lumina2RotaryPosEmbed", form, T4);
@@ -487,6 +496,22 @@ fn cosmos_bases(keys: &Keys<'_>, dims: &[u64]) -> Result<[f64; 4]> {
     Ok(bases)
 }
 
+/// OmniGen's LongRoPE (`rope_scaling` `{"type": "su", "short_factor", "long_factor"}`,
+/// `max_position_embeddings` and `original_max_position_embeddings`), read as transformers
+/// reads Phi-3's; the attention factor `sqrt(1 + ln(max / original) / ln(original))` is the
+/// module's too.
+fn omnigen_scaling(keys: &Keys<'_>) -> Result<Scaling> {
+    let config = Value::Object(keys.0.clone());
+    match Scaling::from_hf_config(&config)?.0 {
+        s @ Scaling::LongRope(_) => Ok(s),
+        _ => Err(Keys::bad(
+            "rope_scaling",
+            "OmniGen's su (LongRoPE) scaling: {\"type\": \"su\", \"short_factor\": [..], \"long_factor\": [..]}",
+            keys.0.get("rope_scaling"),
+        )),
+    }
+}
+
 /// The head width of a rule (`sum`: the axes' widths).
 fn head_dim(keys: &Keys<'_>, head: Head, sum: u64) -> Result<u64> {
     match head {
@@ -581,6 +606,9 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<DiffusersRope> {
     if rotated < d {
         spec = spec.rotary_dim(rotated);
     }
+    if rule.module == "OmniGenSuScaledRotaryEmbedding" {
+        spec = spec.scaling(omnigen_scaling(keys)?);
+    }
     if let Form::Cosmos = rule.form {
         spec = spec.axis_bases(cosmos_bases(keys, &dims)?);
     }
@@ -610,7 +638,9 @@ impl DiffusersRope {
     /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, Cosmos (a
     /// theta per axis, [`RopeSpec::axis_bases`]; half-split), CogView4 and
     /// GLM-Image (two axes, half-split), PRX (two axes), Lumina 2, Kandinsky 5 (its 1-D text module and its visual one),
-    /// 6 (visual, audio and two text modules; `audio_freqs_scaling` 1 only) and 6 SR, Qwen-Image, Qwen-Image 2.1 and NucleusMoE-Image (centered grids: negative
+    /// 6 (visual, audio and two text modules; `audio_freqs_scaling` 1 only) and 6 SR, OmniGen
+    /// (1-D LongRoPE, half-split: set [`RopeSpec::scaling_seq_len`] to the largest position
+    /// + 1, as its module decides between its factor lists), Qwen-Image, Qwen-Image 2.1 and NucleusMoE-Image (centered grids: negative
     /// positions, `FloatAxes`; text on the diagonal; a layered Qwen-Image config,
     /// `use_layer3d_rope`, is refused), MiniMax H3 (three axes over the first 96 lanes,
     /// half-split), Ideogram 4 and

@@ -34,7 +34,9 @@ The two forms of forward:
     MiniMax H3's at float position ids, Ideogram 4's and Cosmos 3's interleaved M-RoPE at
     text ids on the diagonal and an image grid past their offsets, Qwen-Image's family at
     its centered grids with text on the diagonal, Cosmos' at a 30 fps video's frame times,
-    Lumina 2's caption and image ids (see `run_other`).
+    Lumina 2's caption and image ids, OmniGen's 1-D LongRoPE at positions 4 000 to 4 299
+    (past its original 4 096: the long factors; the build takes factors of its own, see
+    `main`) (see `run_other`).
 Classes of other forms are listed with their rotary modules and no golden.
 
 Output (stdout, JSON): {"generator", "diffusers", "torch", "builds": {label: {"config",
@@ -172,7 +174,8 @@ OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky6RoPE3D", "Kandinsk
          "Kandinsky6RoPE1D", "StableAudio3RotaryEmbedding",
          "AudioDiTRotaryEmbedding", "MiniMaxMusic3RotaryEmbedding", "MiniMaxH3RotaryPosEmbed",
          "Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding", "QwenEmbedRope", "NucleusMoEEmbedRope",
-         "QwenImage21Rope", "CosmosRotaryPosEmbed", "Lumina2RotaryPosEmbed"}
+         "QwenImage21Rope", "CosmosRotaryPosEmbed", "Lumina2RotaryPosEmbed",
+         "OmniGenSuScaledRotaryEmbedding"}
 
 
 def run_other(module, name, config):
@@ -235,6 +238,9 @@ def run_other(module, name, config):
         t = (torch.arange(f, dtype=torch.float32) / 30 * module.base_fps).tolist()
         return [[t[a], float(b), float(c)] for a in range(f) for b in range(h)
                 for c in range(w)], out
+    if name == "OmniGenSuScaledRotaryEmbedding":
+        ids = torch.arange(4000, 4300)[None]
+        return [[float(i)] for i in range(4000, 4300)], module(torch.empty(1, 300, 4), ids)
     if name == "Lumina2RotaryPosEmbed":
         # 8 caption tokens (k, 0, 0), then a 24 x 40 image (8, row, column): the module's ids.
         h, w, cap = 24, 40, 8
@@ -313,6 +319,12 @@ def main():
     builds = {}
     for name in names:
         for label, kwargs in labelled(name):
+            if name == "OmniGenTransformer2DModel":
+                # LongRoPE factors of their own (the matrix's build takes ones), so that the
+                # golden tells the short list from the long one and both from none.
+                kwargs = dict(rope_scaling=dict(
+                    type="su", short_factor=[1.0 + 0.02 * k for k in range(48)],
+                    long_factor=[1.0 + 0.25 * k for k in range(48)]))
             try:
                 builds[label] = build(getattr(diffusers, name), kwargs, label)
             except Exception as e:  # noqa: BLE001 (the config does not build)
