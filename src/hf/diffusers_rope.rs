@@ -44,16 +44,11 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 12] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 11] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
-        "a Wan grid with compressed context tokens at half-integer positions, made from a layout object at call time: not checked yet",
-    ),
-    (
-        "AnyFlowTransformer3DModel",
-        "AnyFlowRotaryPosEmbed",
-        "a Wan grid made from a layout object at call time: not checked yet",
+        "its compressed context tokens take average-pooled complex frequencies: not a rotation at one position",
     ),
     (
         "EasyAnimateTransformer3DModel",
@@ -291,6 +286,7 @@ fn rules(class: &str) -> Option<Vec<Rule>> {
         | "SanaVideoTransformer3DModel" => vec![wan("WanRotaryPosEmbed")],
         "SkyReelsV2Transformer3DModel" => vec![wan("SkyReelsV2RotaryPosEmbed")],
         "ChronoEditTransformer3DModel" => vec![wan("ChronoEditRotaryPosEmbed")],
+        "AnyFlowTransformer3DModel" => vec![wan("AnyFlowRotaryPosEmbed")],
         "CosmosTransformer3DModel" => {
             let r = rule("rope", "CosmosRotaryPosEmbed", Form::Cosmos, T4);
             vec![with(r, HS, HEAD)]
@@ -635,7 +631,7 @@ impl DiffusersRope {
     /// axes, [`RopeSpec::axes_rope4`]) and the classes that copy FLUX.1's
     /// `FluxPosEmbed` (Chroma, LongCat-Image, Ovis-Image, Bria, Bria Fibo, Krea 2), Z-Image
     /// and Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x
-    /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, Cosmos (a
+    /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, AnyFlow, Cosmos (a
     /// theta per axis, [`RopeSpec::axis_bases`]; half-split), CogView4 and
     /// GLM-Image (two axes, half-split), PRX (two axes), Lumina 2, Kandinsky 5 (its 1-D text module and its visual one),
     /// 6 (visual, audio and two text modules; `audio_freqs_scaling` 1 only) and 6 SR, OmniGen

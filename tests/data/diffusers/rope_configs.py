@@ -34,7 +34,7 @@ The two forms of forward:
     MiniMax H3's at float position ids, Ideogram 4's and Cosmos 3's interleaved M-RoPE at
     text ids on the diagonal and an image grid past their offsets, Qwen-Image's family at
     its centered grids with text on the diagonal, Cosmos' at a 30 fps video's frame times,
-    Lumina 2's caption and image ids, OmniGen's 1-D LongRoPE at positions 4 000 to 4 299
+    Lumina 2's caption and image ids, AnyFlow's full-resolution grid, OmniGen's 1-D LongRoPE at positions 4 000 to 4 299
     (past its original 4 096: the long factors; the build takes factors of its own, see
     `main`) (see `run_other`).
 Classes of other forms are listed with their rotary modules and no golden.
@@ -175,7 +175,7 @@ OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky6RoPE3D", "Kandinsk
          "AudioDiTRotaryEmbedding", "MiniMaxMusic3RotaryEmbedding", "MiniMaxH3RotaryPosEmbed",
          "Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding", "QwenEmbedRope", "NucleusMoEEmbedRope",
          "QwenImage21Rope", "CosmosRotaryPosEmbed", "Lumina2RotaryPosEmbed",
-         "OmniGenSuScaledRotaryEmbedding"}
+         "OmniGenSuScaledRotaryEmbedding", "AnyFlowRotaryPosEmbed"}
 
 
 def run_other(module, name, config):
@@ -237,6 +237,12 @@ def run_other(module, name, config):
         out = module(torch.empty(1, 4, f * pt, h * ph, w * pw), fps=30)
         t = (torch.arange(f, dtype=torch.float32) / 30 * module.base_fps).tolist()
         return [[t[a], float(b), float(c)] for a in range(f) for b in range(h)
+                for c in range(w)], out
+    if name == "AnyFlowRotaryPosEmbed":
+        # Its full-resolution grid (the path its forward takes), Wan 480p's.
+        f, h, w = 21, 30, 52
+        out = module._forward_full_frame(f, h, w, torch.device("cpu"))
+        return [[float(a), float(b), float(c)] for a in range(f) for b in range(h)
                 for c in range(w)], out
     if name == "OmniGenSuScaledRotaryEmbedding":
         ids = torch.arange(4000, 4300)[None]
