@@ -44,16 +44,11 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 11] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 10] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
         "its compressed context tokens take average-pooled complex frequencies: not a rotation at one position",
-    ),
-    (
-        "EasyAnimateTransformer3DModel",
-        "EasyAnimateRotaryPosEmbed",
-        "float positions of a linspace crop grid: not checked yet",
     ),
     (
         "ErnieImageTransformer2DModel",
@@ -130,6 +125,8 @@ enum Form {
     Wan,
     /// CogView4's: `[d / 2, d / 2]` over height and width.
     HalfEach,
+    /// `get_3d_rotary_pos_embed`'s (EasyAnimate): `[d / 4, 3 d / 8, 3 d / 8]`.
+    Quarter,
     /// MiniMax H3's: three axes of `2 n` lanes each (`n` a key with its default).
     Shared(&'static str, u64),
     /// Cosmos': Wan's split of the head, each axis's theta `10 000 * s^(d / (d - 2))` for
@@ -287,6 +284,15 @@ fn rules(class: &str) -> Option<Vec<Rule>> {
         "SkyReelsV2Transformer3DModel" => vec![wan("SkyReelsV2RotaryPosEmbed")],
         "ChronoEditTransformer3DModel" => vec![wan("ChronoEditRotaryPosEmbed")],
         "AnyFlowTransformer3DModel" => vec![wan("AnyFlowRotaryPosEmbed")],
+        "EasyAnimateTransformer3DModel" => {
+            let r = rule(
+                "rope_embedding",
+                "EasyAnimateRotaryPosEmbed",
+                Form::Quarter,
+                T4,
+            );
+            vec![with(r, IL, Head::Key("attention_head_dim", 64))]
+        }
         "CosmosTransformer3DModel" => {
             let r = rule("rope", "CosmosRotaryPosEmbed", Form::Cosmos, T4);
             vec![with(r, HS, HEAD)]
@@ -546,6 +552,14 @@ fn shape(keys: &Keys<'_>, rule: Rule) -> Result<(Vec<u64>, u64, Option<u64>)> {
             let hw = 2 * (d / 6);
             (vec![d - 2 * hw, hw, hw], d, None)
         }
+        Form::Quarter => {
+            let d = head(0)?;
+            if d % 16 != 0 {
+                let need = "a multiple of 16 (axes of d / 4 and 3 d / 8 lanes, each even)";
+                return Err(Keys::bad("attention_head_dim", need, Some(&d.into())));
+            }
+            (vec![d / 4, d / 8 * 3, d / 8 * 3], d, None)
+        }
         Form::HalfEach => {
             let d = head(0)?;
             if d % 4 != 0 {
@@ -631,7 +645,8 @@ impl DiffusersRope {
     /// axes, [`RopeSpec::axes_rope4`]) and the classes that copy FLUX.1's
     /// `FluxPosEmbed` (Chroma, LongCat-Image, Ovis-Image, Bria, Bria Fibo, Krea 2), Z-Image
     /// and Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x
-    /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, AnyFlow, Cosmos (a
+    /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, AnyFlow,
+    /// EasyAnimate (float crop coordinates, `FloatAxes`), Cosmos (a
     /// theta per axis, [`RopeSpec::axis_bases`]; half-split), CogView4 and
     /// GLM-Image (two axes, half-split), PRX (two axes), Lumina 2, Kandinsky 5 (its 1-D text module and its visual one),
     /// 6 (visual, audio and two text modules; `audio_freqs_scaling` 1 only) and 6 SR, OmniGen

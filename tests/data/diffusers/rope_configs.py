@@ -34,7 +34,8 @@ The two forms of forward:
     MiniMax H3's at float position ids, Ideogram 4's and Cosmos 3's interleaved M-RoPE at
     text ids on the diagonal and an image grid past their offsets, Qwen-Image's family at
     its centered grids with text on the diagonal, Cosmos' at a 30 fps video's frame times,
-    Lumina 2's caption and image ids, AnyFlow's full-resolution grid, OmniGen's 1-D LongRoPE at positions 4 000 to 4 299
+    Lumina 2's caption and image ids, AnyFlow's full-resolution grid, EasyAnimate's float
+    crop coordinates, OmniGen's 1-D LongRoPE at positions 4 000 to 4 299
     (past its original 4 096: the long factors; the build takes factors of its own, see
     `main`) (see `run_other`).
 Classes of other forms are listed with their rotary modules and no golden.
@@ -175,7 +176,7 @@ OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky6RoPE3D", "Kandinsk
          "AudioDiTRotaryEmbedding", "MiniMaxMusic3RotaryEmbedding", "MiniMaxH3RotaryPosEmbed",
          "Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding", "QwenEmbedRope", "NucleusMoEEmbedRope",
          "QwenImage21Rope", "CosmosRotaryPosEmbed", "Lumina2RotaryPosEmbed",
-         "OmniGenSuScaledRotaryEmbedding", "AnyFlowRotaryPosEmbed"}
+         "OmniGenSuScaledRotaryEmbedding", "AnyFlowRotaryPosEmbed", "EasyAnimateRotaryPosEmbed"}
 
 
 def run_other(module, name, config):
@@ -237,6 +238,19 @@ def run_other(module, name, config):
         out = module(torch.empty(1, 4, f * pt, h * ph, w * pw), fps=30)
         t = (torch.arange(f, dtype=torch.float32) / 30 * module.base_fps).tolist()
         return [[t[a], float(b), float(c)] for a in range(f) for b in range(h)
+                for c in range(w)], out
+    if name == "EasyAnimateRotaryPosEmbed":
+        # A 9 x 24 x 40 latent grid: its float coordinates, the linspace of the crop region
+        # its forward computes (the same calls, in f32), frames 0..8.
+        f, h, w = 9, 24, 40
+        p = module.patch_size
+        out = module(torch.empty(1, 4, f, h * p, w * p))
+        (top, left), (bottom, right) = module.get_resize_crop_region_for_grid(
+            (h, w), 90 // p, 60 // p)
+        rows = torch.linspace(top, bottom * (h - 1) / h, h, dtype=torch.float32).tolist()
+        cols = torch.linspace(left, right * (w - 1) / w, w, dtype=torch.float32).tolist()
+        t = torch.linspace(0, f * (f - 1) / f, f, dtype=torch.float32).tolist()
+        return [[t[a], rows[b], cols[c]] for a in range(f) for b in range(h)
                 for c in range(w)], out
     if name == "AnyFlowRotaryPosEmbed":
         # Its full-resolution grid (the path its forward takes), Wan 480p's.
