@@ -93,7 +93,7 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 10] = [
     (
         "SanaWMTransformer3DModel",
         "SanaWMRotaryPosEmbed",
-        "its own frame/height/width split, not checked yet",
+        "its camera branch re-slices the table for a half-width head (the first lists of each axis): not read yet",
     ),
 ];
 
