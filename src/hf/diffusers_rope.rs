@@ -641,31 +641,31 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<DiffusersRope> {
 
 impl DiffusersRope {
     /// The rotary modules of a diffusers transformer, from its `config.json` (feature
-    /// `hf-config`), in the order the class builds them: FLUX.1, FLUX.2 and FLUX.3 (four
-    /// axes, [`RopeSpec::axes_rope4`]) and the classes that copy FLUX.1's
-    /// `FluxPosEmbed` (Chroma, LongCat-Image, Ovis-Image, Bria, Bria Fibo, Krea 2), Z-Image
-    /// and Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage (two axes), Wan 2.x
-    /// and its VACE and Animate variants, Sana-Video, SkyReels-V2, ChronoEdit, AnyFlow,
-    /// EasyAnimate (float crop coordinates, `FloatAxes`), Cosmos (a
-    /// theta per axis, [`RopeSpec::axis_bases`]; half-split), CogView4 and
-    /// GLM-Image (two axes, half-split), PRX (two axes), Lumina 2, Kandinsky 5 (its 1-D text module and its visual one),
-    /// 6 (visual, audio and two text modules; `audio_freqs_scaling` 1 only) and 6 SR, OmniGen
-    /// (1-D LongRoPE, half-split: set [`RopeSpec::scaling_seq_len`] to the largest position
-    /// + 1, as its module decides between its factor lists), Qwen-Image, Qwen-Image 2.1 and NucleusMoE-Image (centered grids: negative
-    /// positions, `FloatAxes`; text on the diagonal; a layered Qwen-Image config,
-    /// `use_layer3d_rope`, is refused), MiniMax H3 (three axes over the first 96 lanes,
-    /// half-split), Ideogram 4 and
-    /// Cosmos 3 (interleaved M-RoPE, half-split), and the 1-D RoPEs of Stable Audio 3,
-    /// LongCat Audio and MiniMax Music 3.
+    /// `hf-config`), in the order the class builds them
+    /// (`tests/data/diffusers/ROPE.md` lists every class):
+    ///
+    /// - per-axis lists ([`RopeSpec::axes_rope`]): FLUX.1 and the classes that copy its
+    ///   `FluxPosEmbed` (Chroma, LongCat-Image, Ovis-Image, Bria, Bria Fibo, Krea 2), Z-Image,
+    ///   Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage, Wan 2.x (VACE,
+    ///   Animate), Sana-Video, SkyReels-V2, ChronoEdit, AnyFlow, EasyAnimate, Qwen-Image,
+    ///   Qwen-Image 2.1, NucleusMoE-Image, CogView4, GLM-Image, PRX, Lumina 2, Kandinsky 5,
+    ///   6 and 6 SR (`audio_freqs_scaling` 1 only), MiniMax H3;
+    /// - four axes ([`RopeSpec::axes_rope4`]): FLUX.2 and FLUX.3;
+    /// - a theta per axis ([`RopeSpec::axis_bases`]): Cosmos;
+    /// - interleaved M-RoPE: Ideogram 4 and Cosmos 3;
+    /// - 1-D: OmniGen (LongRoPE: set [`RopeSpec::scaling_seq_len`] to its largest position
+    ///   plus one, as its module chooses between its factor lists), Stable Audio 3, LongCat
+    ///   Audio, MiniMax Music 3, Kandinsky's text and audio modules.
     ///
     /// The positions are the caller's, as each module's forward or pipeline makes them
     /// ([`Positions::Axes`](crate::Positions::Axes) or `FloatAxes` for axes, `[t.. | h.. |
     /// w..]`; 1-D positions otherwise): FLUX's ids, Wan's and HunyuanVideo's `(frame, row,
     /// column)` of the patch grid, CogView4's `row * rope_axes_dim[0] / rows`, Kandinsky's
-    /// `(t, h, w) / scale_factor` as f32. An empty list for a transformer with no rotary
-    /// module ([`DIFFUSERS_WITHOUT_ROPE_MODULE`]); a class whose module the crate does not
-    /// read ([`DIFFUSERS_ROPE_NOT_READ`]) is an error that names it and says why, as is an
-    /// unknown `_class_name` or a bad key.
+    /// `(t, h, w) / scale_factor` and Qwen-Image's centered grids as f32. An empty list for a
+    /// transformer with no rotary module ([`DIFFUSERS_WITHOUT_ROPE_MODULE`]); a class whose
+    /// module the crate does not read ([`DIFFUSERS_ROPE_NOT_READ`], and a layered Qwen-Image
+    /// config, `use_layer3d_rope`) is an error that names it and says why, as is an unknown
+    /// `_class_name` or a bad key.
     pub fn from_diffusers_config(config: &Value) -> Result<Vec<Self>> {
         let (keys, class) = read_class(config)?;
         if let Some(e) = not_read(class) {

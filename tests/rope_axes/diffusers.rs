@@ -1,0 +1,269 @@
+//! Every diffusers transformer's rotary modules read from its `config.json`
+//! (`DiffusersRope::from_diffusers_config`) against the modules diffusers builds from it
+//! (`tests/data/diffusers/rope_configs.py`), and the matrix of them
+//! (`tests/data/diffusers/ROPE.md`, written with `POSENC_WRITE_MATRIX=1`).
+
+use serde_json::Value;
+use wgpu_posenc::{
+    DIFFUSERS_WITHOUT_ROPE_MODULE, DiffusersRope, Dims, Error, FrequencyError, Layout, PairLayout,
+    reference,
+};
+
+use super::common::{Rng, test_data};
+use super::{axes_or_1d, list, rotate_with, u};
+
+/// Every diffusers transformer's rotary modules (`tests/data/diffusers/rope_configs.py`: each
+/// class built from its own config, its rotary modules run on the CPU at the pipelines' kind
+/// of positions): the config read by `DiffusersRope::from_diffusers_config` gives each
+/// module's path, class and pair layout, and rotates as the module's cos and sin do at the
+/// sampled tokens; the classes without a module read as none, the others refused by name.
+#[test]
+fn diffusers_rotary_modules_read_from_their_configs() {
+    let data = test_data("diffusers/rope_configs.json");
+    let builds = data["builds"].as_object().expect("builds");
+    let (mut read, mut refused, mut rotating) = (0, 0, 0);
+    let mut rows = Vec::new();
+    for (label, build) in builds {
+        let class = label.split('#').next().expect("class");
+        let Some(config) = build.get("config") else {
+            // Does not build in diffusers either.
+            assert!(DIFFUSERS_WITHOUT_ROPE_MODULE.contains(&class), "{label}");
+            let error = build["error"].as_str().unwrap_or("");
+            rows.push(format!("| `{label}` | — | not built | | {error} |"));
+            continue;
+        };
+        let modules = build["rope"].as_array().expect("rope");
+        let names: Vec<String> = modules
+            .iter()
+            .map(|m| {
+                format!(
+                    "`{}` {}",
+                    m["path"].as_str().unwrap_or(""),
+                    m["module"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        let got = DiffusersRope::from_diffusers_config(config);
+        if modules.is_empty() {
+            assert!(matches!(&got, Ok(v) if v.is_empty()), "{label}: {got:?}");
+            rows.push(format!("| `{label}` | — | no rotary module | | |"));
+            continue;
+        }
+        rotating += 1;
+        let read_modules = match got {
+            Err(Error::Frequency(FrequencyError::DiffusersRopeNotRead {
+                module, reason, ..
+            })) => {
+                let named = modules.iter().any(|m| m["module"].as_str() == Some(module));
+                assert!(
+                    named,
+                    "{label}: refused naming {module}, which it does not hold"
+                );
+                refused += 1;
+                rows.push(format!(
+                    "| `{label}` | {} | refused | | {reason} |",
+                    names.join(", ")
+                ));
+                continue;
+            }
+            other => other.expect("read"),
+        };
+        let specs: Vec<String> = read_modules.iter().map(describe).collect();
+        rows.push(format!(
+            "| `{label}` | {} | read | {} | |",
+            names.join(", "),
+            specs.join("; ")
+        ));
+        // Every module the class holds, in its order, each run by diffusers.
+        let golden = build["golden"].as_array().expect("golden");
+        assert_eq!(read_modules.len(), modules.len(), "{label}");
+        assert_eq!(golden.len(), modules.len(), "{label}: every module run");
+        for ((rope, m), g) in read_modules.iter().zip(modules).zip(golden) {
+            assert_eq!(Some(rope.module), m["module"].as_str(), "{label}");
+            assert_eq!(Some(rope.path), m["path"].as_str(), "{label}");
+            check_module(label, rope, g);
+        }
+        read += 1;
+    }
+    eprintln!("{rotating} builds with a rotary module: {read} read, {refused} refused by name");
+    assert_eq!(read + refused, rotating);
+    check_matrix(&data, &rows, [builds.len(), rotating, read, refused]);
+    // The layered Qwen-Image builds another module: refused by its name, not read as the
+    // default one.
+    let mut layered = builds["QwenImageTransformer2DModel"]["config"].clone();
+    layered["use_layer3d_rope"] = Value::Bool(true);
+    let e = DiffusersRope::from_diffusers_config(&layered).expect_err("layered");
+    assert!(
+        matches!(
+            e,
+            Error::Frequency(FrequencyError::DiffusersRopeNotRead {
+                module: "QwenEmbedLayer3DRope",
+                ..
+            })
+        ),
+        "{e}"
+    );
+}
+
+/// `rope` against the module's cos and sin at the golden tokens: the f64 reference within
+/// what f32 angles of those positions allow, and the GPU within the contract of the reference.
+fn check_module(label: &str, rope: &DiffusersRope, golden: &Value) {
+    let layout = match golden["layout"].as_str().expect("layout") {
+        "interleaved" => PairLayout::Interleaved,
+        _ => PairLayout::HalfSplit,
+    };
+    assert_eq!(rope.spec.pair_layout, layout, "{label}");
+    let pairs = u(&golden["pairs"]);
+    let r = rope.spec.rotary_dim.unwrap_or(rope.head_dim);
+    assert_eq!(r / 2, pairs, "{label}: rotated pairs");
+    let positions: Vec<Vec<f64>> = golden["positions"]
+        .as_array()
+        .expect("positions")
+        .iter()
+        .map(list)
+        .collect();
+    let n = positions.len();
+    // `[t.. | h.. | w..]`, two-axis models leaving t at zero; or one a token.
+    let axes_mode = rope.spec.mrope.is_some();
+    let rows = rope.spec.mrope.map_or(1, |m| m.planes() as usize);
+    let mut axes = vec![0f32; rows * n];
+    for (k, p) in positions.iter().enumerate() {
+        assert!(p.len() <= rows, "{label}: {} position axes", p.len());
+        let skip = rows - p.len();
+        for (a, &v) in p.iter().enumerate() {
+            axes[(a + skip) * n + k] = v as f32;
+        }
+    }
+    let words: Vec<u32> = axes.iter().map(|x| x.to_bits()).collect();
+    let (heads, d) = (2u64, rope.head_dim);
+    // OmniGen's LongRoPE chooses its factors by the largest position + 1, as its module does.
+    let mut spec = rope.spec.clone();
+    if spec.scaling.needs_seq_len() {
+        let last = axes.iter().fold(0f32, |m, &p| m.max(p));
+        spec.scaling_seq_len = Some(last as u64 + 1);
+    }
+    let spec = &spec;
+    let shape = Dims {
+        batch: 1,
+        seq: n as u64,
+        heads,
+        head_dim: d,
+    };
+    let q = Rng::new(29).values(n * (heads * d) as usize);
+    let got = rotate_with(spec, shape, &q, &words, |v| axes_or_1d(v, axes_mode));
+    let mut want: Vec<f64> = q.iter().map(|&v| f64::from(v)).collect();
+    let host = axes_or_1d(&words[..], axes_mode);
+    reference::rope(spec, &Layout::bshd(shape), &mut want, host);
+    let ours = got
+        .iter()
+        .zip(&want)
+        .map(|(&a, &b)| (f64::from(a) - b).abs())
+        .fold(0.0, f64::max);
+    assert!(ours <= 4e-7, "{label}: {ours:e} from the reference");
+    // The module's rotation of the same rows, from its cos and sin.
+    let mut theirs = 0.0f64;
+    for (k, p) in positions.iter().enumerate() {
+        let (c, s) = (list(&golden["cos"][k]), list(&golden["sin"][k]));
+        let far = p.iter().fold(1.0f64, |m, &v| m.max(v.abs()));
+        // f32 angles of a position `far` (and f32 cos, sin): a few units in their last place.
+        let allowed = 2.0 * (2e-7 + 8.0 * far * 2f64.powi(-24));
+        for h in 0..heads as usize {
+            let row = (k * heads as usize + h) * d as usize;
+            let x = &q[row..row + d as usize];
+            let mut out: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+            for j in 0..pairs as usize {
+                let (i0, i1) = match layout {
+                    PairLayout::Interleaved => (2 * j, 2 * j + 1),
+                    PairLayout::HalfSplit => (j, j + pairs as usize),
+                };
+                let (a, b) = (f64::from(x[i0]), f64::from(x[i1]));
+                out[i0] = a * c[j] - b * s[j];
+                out[i1] = a * s[j] + b * c[j];
+            }
+            let e = out
+                .iter()
+                .zip(&want[row..row + d as usize])
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(
+                e <= allowed,
+                "{label}: token {k} ({p:?}) head {h}: {e:e} from the module"
+            );
+            theirs = theirs.max(e);
+        }
+    }
+    eprintln!(
+        "{label} ({}, {:?}): reference within {theirs:.1e} of the module at {n} tokens, GPU \
+         {ours:.1e} of the reference",
+        rope.module,
+        rope.spec.mrope.map(|m| m.section)
+    );
+}
+
+/// What a read module rotates: its axes (pairs each), base, pair layout, rotated lanes and
+/// scaling.
+fn describe(r: &DiffusersRope) -> String {
+    let s = &r.spec;
+    let layout = match s.pair_layout {
+        PairLayout::Interleaved => "interleaved",
+        PairLayout::HalfSplit => "half-split",
+    };
+    let axes = match s.mrope {
+        None => "1-D".to_string(),
+        Some(m) if m.fourth > 0 => {
+            let [t, h, w] = m.section;
+            format!("axes [{t}, {h}, {w}, {}]", m.fourth)
+        }
+        Some(m) if m.frequencies == wgpu_posenc::AxisFrequencies::PerAxis => {
+            format!("axes {:?}", m.section)
+        }
+        Some(m) => format!("M-RoPE {:?} {:?}", m.section, m.order),
+    };
+    let base = match s.axis_bases {
+        Some(b) => format!("bases {:?}", &b[..3]),
+        None => format!("base {}", s.base),
+    };
+    let r_dim = s.rotary_dim.unwrap_or(r.head_dim);
+    let scaling = s.scaling.name();
+    format!(
+        "`{}`: {axes}, {base}, {layout}, {r_dim} of {} lanes, {scaling}",
+        r.path, r.head_dim
+    )
+}
+
+/// `tests/data/diffusers/ROPE.md` as the rows say, written with `POSENC_WRITE_MATRIX=1`,
+/// else compared with the committed file.
+fn check_matrix(data: &Value, rows: &[String], [builds, rotating, read, refused]: [usize; 4]) {
+    let version = data["diffusers"].as_str().unwrap_or("?");
+    let text = format!(
+        "# diffusers {version} transformers: their rotary modules\n\n\
+         Generated by `tests/rope_axes/diffusers.rs` (`POSENC_WRITE_MATRIX=1 cargo test \
+         --features hf-config --test rope_axes diffusers`) from \
+         `tests/data/diffusers/rope_configs.json` (`rope_configs.py`: each class built by \
+         diffusers, its rotary modules run on the CPU) and \
+         `DiffusersRope::from_diffusers_config`; do not edit. `read`: every rotary module of \
+         the class read from its `config.json` and rotating as the module does at sampled \
+         tokens; `refused`: a typed error that names the module and says why; `no rotary \
+         module`: some of these rotate by a table their pipeline or a method builds \
+         (HunyuanDiT, CogVideoX, ConsisID, Lumina-Next, Allegro, Stable Audio, JoyImage Edit, \
+         Wan-Animate 2, ACE-Step), not read.\n\n\
+         - {builds} builds; {rotating} hold a rotary module: {read} read, {refused} refused.\n\n\
+         | class | rotary modules | status | what the crate rotates | reason |\n\
+         |---|---|---|---|---|\n{}\n",
+        rows.join("\n")
+    );
+    let path = format!(
+        "{}/tests/data/diffusers/ROPE.md",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    if std::env::var_os("POSENC_WRITE_MATRIX").is_some() {
+        std::fs::write(&path, &text).expect("write ROPE.md");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == text,
+        "tests/data/diffusers/ROPE.md is not the matrix the readers give: write it again with \
+         POSENC_WRITE_MATRIX=1 cargo test --features hf-config --test rope_axes diffusers"
+    );
+}
