@@ -441,7 +441,7 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
                     &cases::axes_spec(model),
                     &one,
                     &mut expected,
-                    HostPositions::Axes(&p),
+                    HostPositions::Axes(&p[..]),
                 );
             }
             Case::Rope(pair, _) => {

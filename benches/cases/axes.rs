@@ -1,8 +1,10 @@
-//! RoPE over three position axes as diffusion transformers rotate: FLUX.1 (axes 16/56/56,
-//! text ids of zeros then the image's `(0, row, column)`) and Wan 2.1 (44/42/42 of a 128-wide
-//! head, `(frame, row, column)`), Q and K in one dispatch over the cases' buffer read as
-//! `[1, S, 32, 128]` (BSHD, as diffusers' attention holds them): Q the first 16 heads, K the
-//! other 16. The positions are in one buffer `[3, S]`; no cos/sin table is read.
+//! RoPE over position axes as diffusion transformers rotate: FLUX.1 (axes 16/56/56, text ids
+//! of zeros then the image's `(0, row, column)`), Wan 2.1 (44/42/42 of a 128-wide head,
+//! `(frame, row, column)`) and FLUX.2 (four axes 32/32/32/32, base 2 000, text ids
+//! `(0, 0, 0, l)` then the image's `(0, row, column, 0)`), Q and K in one dispatch over the
+//! cases' buffer read as `[1, S, 32, 128]` (BSHD, as diffusers' attention holds them): Q the
+//! first 16 heads, K the other 16. The positions are in one buffer `[3 or 4, S]`; no cos/sin
+//! table is read.
 
 use wgpu_posenc::{PairLayout, RopeSpec};
 
@@ -13,41 +15,49 @@ pub enum AxesModel {
     Flux,
     /// Wan 2.1 at 480 x 832: frames of 30 x 52 patches.
     Wan,
+    /// FLUX.2: as FLUX.1's tokens, on four axes.
+    Flux2,
+}
+
+/// The position planes of a model's spec.
+pub fn planes(model: AxesModel) -> usize {
+    if model == AxesModel::Flux2 { 4 } else { 3 }
 }
 
 /// The model's RoPE: interleaved pairs, one frequency list per axis, base 10 000.
 pub fn axes_spec(model: AxesModel) -> RopeSpec {
-    let section = match model {
-        AxesModel::Flux => [8, 28, 28],
-        AxesModel::Wan => [22, 21, 21],
-    };
-    RopeSpec::new()
-        .pair_layout(PairLayout::Interleaved)
-        .axes_rope(section)
+    let spec = RopeSpec::new().pair_layout(PairLayout::Interleaved);
+    match model {
+        AxesModel::Flux => spec.axes_rope([8, 28, 28]),
+        AxesModel::Wan => spec.axes_rope([22, 21, 21]),
+        AxesModel::Flux2 => spec.base(2000.0).axes_rope4([16, 16, 16, 16]),
+    }
 }
 
-/// The `(t, h, w)` position of token `s` of `seq`.
-pub fn axes_position(model: AxesModel, seq: u64, s: u64) -> [u32; 3] {
+/// The `(t, h, w)` (FLUX.2: `(t, h, w, l)`) position of token `s` of `seq`.
+pub fn axes_position(model: AxesModel, seq: u64, s: u64) -> Vec<u32> {
+    // The text takes 512 of FLUX's 4 608 tokens; proportionally at other lengths.
+    let text = (seq / 9).min(512);
     match model {
-        AxesModel::Flux => {
-            // The text takes 512 of FLUX's 4 608 tokens; proportionally at other lengths.
-            let text = (seq / 9).min(512);
-            match s.checked_sub(text) {
-                None => [0, 0, 0],
-                Some(i) => [0, (i / 64) as u32, (i % 64) as u32],
-            }
-        }
+        AxesModel::Flux => match s.checked_sub(text) {
+            None => vec![0, 0, 0],
+            Some(i) => vec![0, (i / 64) as u32, (i % 64) as u32],
+        },
+        AxesModel::Flux2 => match s.checked_sub(text) {
+            None => vec![0, 0, 0, s as u32],
+            Some(i) => vec![0, (i / 64) as u32, (i % 64) as u32, 0],
+        },
         AxesModel::Wan => {
             let (h, w) = (30, 52);
-            [(s / (h * w)) as u32, ((s / w) % h) as u32, (s % w) as u32]
+            vec![(s / (h * w)) as u32, ((s / w) % h) as u32, (s % w) as u32]
         }
     }
 }
 
-/// Every token's positions, `[t.. | h.. | w..]` (`Positions::Axes`).
+/// Every token's positions, `[t.. | h.. | w.. (| l..)]` (`Positions::Axes`).
 pub fn axes_positions(model: AxesModel, seq: u64) -> Vec<u32> {
     let n = seq as usize;
-    let mut out = vec![0; 3 * n];
+    let mut out = vec![0; planes(model) * n];
     for s in 0..seq {
         let p = axes_position(model, seq, s);
         for (a, v) in p.into_iter().enumerate() {

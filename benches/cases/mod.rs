@@ -111,6 +111,7 @@ impl Case {
         all.push(Case::GridAdd);
         all.push(Case::Axes(AxesModel::Flux));
         all.push(Case::Axes(AxesModel::Wan));
+        all.push(Case::Axes(AxesModel::Flux2));
         for path in [
             QkvPath::Fused,
             QkvPath::FusedNorm,
@@ -138,6 +139,7 @@ impl Case {
             Case::GridAdd => "grid-2d-add",
             Case::Axes(AxesModel::Flux) => "rope-axes-flux-qk",
             Case::Axes(AxesModel::Wan) => "rope-axes-wan-qk",
+            Case::Axes(AxesModel::Flux2) => "rope-axes-flux2-qk",
             Case::Qkv(QkvPath::Fused) => "qkv-fused",
             Case::Qkv(QkvPath::FusedNorm) => "qkv-fused-norm",
             Case::Qkv(QkvPath::FusedNormInPlace) => "qkv-fused-norm-inplace",
@@ -530,8 +532,8 @@ pub struct Buffers {
     pub timesteps: wgpu::Buffer,
     /// The grid case's grid.
     pub grid: SincosGrid,
-    /// The axes cases' positions `[3, S]`, FLUX's then Wan's.
-    pub axes: [wgpu::Buffer; 2],
+    /// The axes cases' positions `[3 or 4, S]`: FLUX's, Wan's, FLUX.2's.
+    pub axes: [wgpu::Buffer; 3],
 }
 
 impl Buffers {
@@ -565,7 +567,7 @@ impl Buffers {
                 },
             ),
             grid: grid(seq),
-            axes: [AxesModel::Flux, AxesModel::Wan].map(|model| {
+            axes: [AxesModel::Flux, AxesModel::Wan, AxesModel::Flux2].map(|model| {
                 wgpu::util::DeviceExt::create_buffer_init(
                     device,
                     &wgpu::util::BufferInitDescriptor {
