@@ -12,6 +12,7 @@
 mod config;
 mod diffusers;
 mod diffusers_rope;
+mod diffusers_rope_rules;
 mod diffusers_timesteps;
 mod families;
 mod generic;

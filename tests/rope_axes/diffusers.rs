@@ -88,6 +88,11 @@ fn diffusers_rotary_modules_read_from_their_configs() {
     eprintln!("{rotating} builds with a rotary module: {read} read, {refused} refused by name");
     assert_eq!(read + refused, rotating);
     check_matrix(&data, &rows, [builds.len(), rotating, read, refused]);
+    // PRX's axes must cover its head (diffusers raises), not read as a partial rotation.
+    let mut short = builds["PRXTransformer2DModel"]["config"].clone();
+    short["axes_dim"] = serde_json::json!([16, 16]);
+    let e = DiffusersRope::from_diffusers_config(&short).expect_err("axes short of the head");
+    assert!(e.to_string().contains("axes_dim"), "{e}");
     // The layered Qwen-Image builds another module: refused by its name, not read as the
     // default one.
     let mut layered = builds["QwenImageTransformer2DModel"]["config"].clone();
