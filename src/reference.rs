@@ -198,6 +198,14 @@ pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f
             });
         return Ok((lists.collect(), 1.0));
     }
+    if let Some(m) = spec
+        .mrope
+        .filter(|m| m.frequencies == crate::AxisFrequencies::Dealt)
+    {
+        let shared = inv_freq_exact(r, spec.base);
+        let axes = m.axes(r / 2)?;
+        return Ok((dealt(&axes).into_iter().map(|i| shared[i]).collect(), 1.0));
+    }
     match spec.scaling {
         Scaling::Default => Ok((inv_freq_exact(r, spec.base), 1.0)),
         ref scaling => {
@@ -206,6 +214,34 @@ pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f
             Ok((pairs, f.attention_factor))
         }
     }
+}
+
+/// The shared-list index of each pair of dealt frequencies: the `k`-th pair of an axis takes
+/// the `k`-th card that axis is dealt, cards `0, 1, 2, ..` going round the axes that still
+/// have pairs to fill.
+fn dealt(axes: &[u32]) -> Vec<usize> {
+    let need: Vec<usize> = (0..4u32)
+        .map(|a| axes.iter().filter(|&&x| x == a).count())
+        .collect();
+    axes.iter()
+        .enumerate()
+        .map(|(j, &a)| {
+            let k = axes[..j].iter().filter(|&&x| x == a).count();
+            // Deal until axis `a` receives its `k`-th card.
+            let (mut got, mut card) = ([0usize; 4], 0);
+            loop {
+                for b in 0..4u32 {
+                    if got[b as usize] < need[b as usize] {
+                        if b == a && got[b as usize] == k {
+                            return card;
+                        }
+                        got[b as usize] += 1;
+                        card += 1;
+                    }
+                }
+            }
+        })
+        .collect()
 }
 
 /// The frequencies of a sinusoidal spec as `(hi, lo)` pairs: the RoPE ones of its base and

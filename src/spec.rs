@@ -106,6 +106,45 @@ pub enum AxisFrequencies {
     /// axis, the three concatenated). Contiguous sections only ([`MRopeOrder::Chunks`]),
     /// without a frequency scaling.
     PerAxis,
+    /// One list over the `r / 2` pairs, `base^(-2i/r)`, dealt to the axes in turn like
+    /// cards: index 0 to the first axis with pairs, 1 to the next, and so on, skipping an
+    /// axis once its pairs are all dealt; an axis's `k`-th pair takes the `k`-th index dealt
+    /// to it. Pixtral's vision tower (`PixtralVisionRotaryEmbedding`, section `[0, d/4, d/4]`
+    /// over half-split pairs): the height pairs take the even frequencies, the width pairs the
+    /// odd ones. Without a frequency scaling.
+    Dealt,
+}
+
+impl AxisFrequencies {
+    /// The shared-list index of each pair, given each pair's axis (`axes`, from
+    /// [`MRope::axes`]); the identity for [`AxisFrequencies::Shared`] and
+    /// [`AxisFrequencies::PerAxis`], whose lists are already in pair order.
+    pub(crate) fn pair_indices(self, axes: &[u32]) -> Vec<usize> {
+        if self != AxisFrequencies::Dealt {
+            return (0..axes.len()).collect();
+        }
+        let mut left = [0usize; 4];
+        axes.iter().for_each(|&a| left[a as usize] += 1);
+        // The indices each axis receives, in the order it receives them.
+        let mut hands: [Vec<usize>; 4] = Default::default();
+        let mut next = 0;
+        while next < axes.len() {
+            for (a, hand) in hands.iter_mut().enumerate() {
+                if left[a] > 0 {
+                    left[a] -= 1;
+                    hand.push(next);
+                    next += 1;
+                }
+            }
+        }
+        let mut taken = [0usize; 4];
+        axes.iter()
+            .map(|&a| {
+                taken[a as usize] += 1;
+                hands[a as usize][taken[a as usize] - 1]
+            })
+            .collect()
+    }
 }
 
 /// How the pairs of [`MRope`] are assigned to the three axes.
@@ -325,6 +364,20 @@ impl RopeSpec {
         self
     }
 
+    /// Positions on axes `[t, h, w]` with `section` pairs each, in contiguous blocks, taking
+    /// one list `base^(-2i/r)` dealt to the axes in turn ([`AxisFrequencies::Dealt`]):
+    /// transformers' Pixtral vision tower, head 64, is `[0, 16, 16]` over half-split pairs,
+    /// base 10 000 (height on the even frequencies, width on the odd ones).
+    pub fn axes_dealt(mut self, section: [u64; 3]) -> Self {
+        self.mrope = Some(MRope {
+            section,
+            fourth: 0,
+            order: MRopeOrder::Chunks,
+            frequencies: AxisFrequencies::Dealt,
+        });
+        self
+    }
+
     /// Per-axis frequencies with a base of their own for each axis `[t, h, w, l]` (the
     /// entries of axes without pairs are ignored, but must be valid bases); see
     /// [`RopeSpec::axis_bases`](RopeSpec#structfield.axis_bases).
@@ -351,6 +404,18 @@ impl RopeSpec {
     /// The frequencies of the `r / 2` pairs (`base` and the scaling, or one list per axis)
     /// at sequence length `seq_len`.
     pub(crate) fn frequencies(&self, r: u32, seq_len: u64) -> Result<crate::Frequencies> {
+        if let Some(m) = self
+            .mrope
+            .filter(|m| m.frequencies == AxisFrequencies::Dealt)
+        {
+            let shared = self.scaling.frequencies(r, self.base, seq_len)?;
+            let order = m.frequencies.pair_indices(&m.axes(u64::from(r / 2))?);
+            return Ok(crate::Frequencies {
+                inv_freq: order.iter().map(|&i| shared.inv_freq[i]).collect(),
+                inv_freq_lo: order.iter().map(|&i| shared.inv_freq_lo[i]).collect(),
+                attention_factor: shared.attention_factor,
+            });
+        }
         let Some(m) = self
             .mrope
             .filter(|m| m.frequencies == AxisFrequencies::PerAxis)
@@ -427,6 +492,12 @@ impl RopeSpec {
                 return Err(Error::Unsupported(
                     "per-axis frequencies (RopeSpec::axes_rope) take no scaling: each axis's \
                      list is base^(-2k/width); use Scaling::Default",
+                ));
+            }
+            if m.frequencies == AxisFrequencies::Dealt && self.scaling != Scaling::Default {
+                return Err(Error::Unsupported(
+                    "dealt frequencies (AxisFrequencies::Dealt) take no scaling: the list \
+                     dealt is base^(-2i/r); use Scaling::Default",
                 ));
             }
             if m.frequencies == AxisFrequencies::PerAxis && m.order != MRopeOrder::Chunks {

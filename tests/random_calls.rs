@@ -256,6 +256,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                             0 => spec.axes_rope([pairs - 2 * t, t, t]),
                             // A fourth axis (FLUX.2's), now and then given three planes only.
                             5 => spec.axes_rope4([pairs.saturating_sub(3 * t), t, t, t]),
+                            // One list dealt to the axes (Pixtral's).
+                            9 => spec.axes_dealt([pairs - 2 * t, t, t]),
                             _ => spec.mrope_order([pairs - 2 * t, t, t], order),
                         };
                         // A base per axis (Cosmos') with per-axis lists, now and then.

@@ -280,6 +280,46 @@ fn per_axis_frequencies_refuse_scalings_and_other_orders() {
     }
 }
 
+/// Dealt frequencies: every index of the shared list once, handed round the axes that still
+/// have pairs (`[5, 16, 11]`: the temporal axis takes cards 0, 3, 6, 9, 12, then height and
+/// width alternate; Pixtral's `[0, 16, 16]`: even cards to height, odd to width); no scaling
+/// and no fourth axis.
+#[test]
+fn dealt_frequencies_hand_each_index_out_once() {
+    use wgpu_posenc::{AxisFrequencies, Error, MRope, MRopeOrder, Scaling};
+    let shared = reference::frequencies(&RopeSpec::new(), 64, 1).expect("shared");
+    let index = |f: (f64, f64)| shared.0.iter().position(|&g| g == f).expect("in the list");
+    let cards = |section| -> Vec<usize> {
+        let spec = RopeSpec::new().axes_dealt(section);
+        let (f, _) = reference::frequencies(&spec, 64, 1).expect("dealt");
+        f.into_iter().map(index).collect()
+    };
+    let uneven = cards([5, 16, 11]);
+    assert_eq!(uneven[..5], [0, 3, 6, 9, 12]);
+    assert_eq!(uneven[5..10], [1, 4, 7, 10, 13]);
+    assert_eq!(uneven[21..26], [2, 5, 8, 11, 14]);
+    assert_eq!(uneven[10..12], [15, 17]);
+    let mut sorted = uneven.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..32).collect::<Vec<_>>());
+    let pixtral = cards([0, 16, 16]);
+    assert!((0..16).all(|k| pixtral[k] == 2 * k && pixtral[16 + k] == 2 * k + 1));
+    let scaled = RopeSpec::new()
+        .axes_dealt([0, 16, 16])
+        .scaling(Scaling::Linear { factor: 2.0 });
+    let e = ctx().rope(&scaled, 64).map(drop).expect_err("scaling");
+    assert!(matches!(e, Error::Unsupported(_)), "{e}");
+    let mut four = RopeSpec::new();
+    four.mrope = Some(MRope {
+        section: [8, 8, 8],
+        fourth: 8,
+        order: MRopeOrder::Chunks,
+        frequencies: AxisFrequencies::Dealt,
+    });
+    let e = ctx().rope(&four, 64).map(drop).expect_err("fourth axis");
+    assert!(matches!(e, Error::Unsupported(_)), "{e}");
+}
+
 /// A fourth axis reads four planes: three are too few (a typed error, no read past them;
 /// the fused QKV call, which reads three, refuses it: `tests/fused.rs`).
 #[test]
@@ -364,6 +404,15 @@ fn f32_positions_match_the_reference() {
             (
                 RopeSpec::new().pair_layout(pair).axes_rope4([4, 10, 10, 8]),
                 &axes4,
+            ),
+            // One list dealt to the axes (Pixtral's, and uneven sections).
+            (
+                RopeSpec::new().pair_layout(pair).axes_dealt([0, 16, 16]),
+                &axes,
+            ),
+            (
+                RopeSpec::new().pair_layout(pair).axes_dealt([5, 16, 11]),
+                &axes,
             ),
         ] {
             let bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();

@@ -84,6 +84,9 @@ pub fn words_strategy() -> impl Strategy<Value = WordsCase> {
                         // Contiguous sections also with a frequency list per axis.
                         frequencies: if per_axis {
                             AxisFrequencies::PerAxis
+                        } else if mrope == 2 && seed % 3 == 1 {
+                            // One list dealt to the axes (Pixtral's).
+                            AxisFrequencies::Dealt
                         } else {
                             AxisFrequencies::Shared
                         },
