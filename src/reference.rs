@@ -186,17 +186,24 @@ pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f
         .mrope
         .filter(|m| m.frequencies == crate::AxisFrequencies::PerAxis)
     {
-        // One list per axis, each of its own width.
-        let lists = m
+        // One list per axis, each of its own width; the k-th pair of an axis in the row
+        // takes entry k of its axis's list.
+        let lists: Vec<Vec<(f64, f64)>> = m
             .section
             .iter()
             .chain([&m.fourth])
             .enumerate()
-            .flat_map(|(a, &n)| {
+            .map(|(a, &n)| {
                 let base = spec.axis_bases.map_or(spec.base, |b| b[a]);
                 inv_freq_exact(2 * n, base)
-            });
-        return Ok((lists.collect(), 1.0));
+            })
+            .collect();
+        let axes = m.axes(r / 2)?;
+        let picked = axes.iter().enumerate().map(|(j, &a)| {
+            let k = axes[..j].iter().filter(|&&x| x == a).count();
+            lists[a as usize][k]
+        });
+        return Ok((picked.collect(), 1.0));
     }
     if let Some(m) = spec
         .mrope

@@ -103,8 +103,8 @@ pub enum AxisFrequencies {
     Shared,
     /// Each axis's pairs have a list of their own width: the `k`-th pair of an axis with
     /// `n` pairs has `base^(-2k/(2n))` (diffusers' FLUX, Wan, HunyuanVideo: one 1-D RoPE per
-    /// axis, the three concatenated). Contiguous sections only ([`MRopeOrder::Chunks`]),
-    /// without a frequency scaling.
+    /// axis, the three concatenated), whatever the order of the pairs (an axis's `k`-th pair
+    /// in the row takes its list's `k`-th entry), without a frequency scaling.
     PerAxis,
     /// One list over the `r / 2` pairs, `base^(-2i/r)`, dealt to the axes in turn like
     /// cards: index 0 to the first axis with pairs, 1 to the next, and so on, skipping an
@@ -164,11 +164,18 @@ pub enum MRopeOrder {
     /// `h w h w ...` over the first `h + w` pairs (`h == w`), then the `t` pairs (ERNIE 4.5
     /// VL, whose rotary module stacks the two spatial halves).
     HwThenT,
+    /// `w h w h ...` over the first `h + w` pairs (`h == w`), then the `t` pairs: width
+    /// first (Kimi K2.5's vision tower).
+    WhThenT,
+    /// Contiguous sections `[w.. | h.. | t..]`: width first (Step 3.7's and Inkling 2's
+    /// vision towers).
+    WhtChunks,
 }
 
 impl MRope {
     /// Checks that the sections cover `pairs` pairs (at most half of
-    /// [`RopeSpec::MAX_HEAD_DIM`]); [`MRopeOrder::HwThenT`] needs `h == w`.
+    /// [`RopeSpec::MAX_HEAD_DIM`]); [`MRopeOrder::HwThenT`] and [`MRopeOrder::WhThenT`] need
+    /// `h == w`.
     pub fn check(&self, pairs: u64) -> Result<()> {
         let [t, h, w] = self.section;
         let sum = t
@@ -177,7 +184,7 @@ impl MRope {
             .and_then(|v| v.checked_add(self.fourth));
         if sum != Some(pairs)
             || pairs > RopeSpec::MAX_HEAD_DIM / 2
-            || (self.order == MRopeOrder::HwThenT && h != w)
+            || (matches!(self.order, MRopeOrder::HwThenT | MRopeOrder::WhThenT) && h != w)
         {
             return Err(Error::InvalidMRopeSection {
                 section: self.section,
@@ -221,6 +228,11 @@ impl MRope {
                 MRopeOrder::Chunks => 3,
                 MRopeOrder::HwThenT if j < h + w => 1 + (j % 2) as u32,
                 MRopeOrder::HwThenT => 0,
+                MRopeOrder::WhThenT if j < h + w => 2 - (j % 2) as u32,
+                MRopeOrder::WhThenT => 0,
+                MRopeOrder::WhtChunks if j < w => 2,
+                MRopeOrder::WhtChunks if j < w + h => 1,
+                MRopeOrder::WhtChunks => 0,
             })
             .collect())
     }
@@ -422,22 +434,36 @@ impl RopeSpec {
         else {
             return Ok(self.scaling.frequencies(r, self.base, seq_len)?);
         };
-        let mut out = crate::Frequencies {
-            inv_freq: Vec::new(),
-            inv_freq_lo: Vec::new(),
-            attention_factor: 1.0,
-        };
-        let sections = m.section.into_iter().chain([m.fourth]).enumerate();
-        for (axis, n) in sections.filter(|&(_, n)| n > 0) {
+        // Each axis's list of its own width; a pair takes the next entry of its axis's list.
+        let mut lists = Vec::with_capacity(4);
+        for (axis, n) in m.section.into_iter().chain([m.fourth]).enumerate() {
             let width = u32::try_from(2 * n).map_err(|_| Error::InvalidMRopeSection {
                 section: m.section,
                 fourth: m.fourth,
                 pairs: u64::from(r / 2),
             })?;
             let base = self.axis_bases.map_or(self.base, |b| b[axis]);
-            let f = Scaling::Default.frequencies(width, base, seq_len)?;
-            out.inv_freq.extend(f.inv_freq);
-            out.inv_freq_lo.extend(f.inv_freq_lo);
+            lists.push(if n == 0 {
+                crate::Frequencies {
+                    inv_freq: Vec::new(),
+                    inv_freq_lo: Vec::new(),
+                    attention_factor: 1.0,
+                }
+            } else {
+                Scaling::Default.frequencies(width, base, seq_len)?
+            });
+        }
+        let mut taken = [0usize; 4];
+        let mut out = crate::Frequencies {
+            inv_freq: Vec::new(),
+            inv_freq_lo: Vec::new(),
+            attention_factor: 1.0,
+        };
+        for a in m.axes(u64::from(r / 2))? {
+            let (list, k) = (&lists[a as usize], taken[a as usize]);
+            out.inv_freq.push(list.inv_freq[k]);
+            out.inv_freq_lo.push(list.inv_freq_lo[k]);
+            taken[a as usize] += 1;
         }
         Ok(out)
     }
@@ -498,12 +524,6 @@ impl RopeSpec {
                 return Err(Error::Unsupported(
                     "dealt frequencies (AxisFrequencies::Dealt) take no scaling: the list \
                      dealt is base^(-2i/r); use Scaling::Default",
-                ));
-            }
-            if m.frequencies == AxisFrequencies::PerAxis && m.order != MRopeOrder::Chunks {
-                return Err(Error::Unsupported(
-                    "per-axis frequencies (RopeSpec::axes_rope) need contiguous sections: \
-                     MRopeOrder::Chunks",
                 ));
             }
         }

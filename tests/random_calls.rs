@@ -251,9 +251,18 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                             MRopeOrder::Chunks,
                             MRopeOrder::Interleaved,
                             MRopeOrder::HwThenT,
-                        ][(seed % 3) as usize];
+                            MRopeOrder::WhThenT,
+                            MRopeOrder::WhtChunks,
+                        ][(seed % 5) as usize];
                         spec = match seed % 10 {
-                            0 => spec.axes_rope([pairs - 2 * t, t, t]),
+                            // Per-axis lists in any order.
+                            0 => {
+                                let mut spec = spec.mrope_order([pairs - 2 * t, t, t], order);
+                                if let Some(m) = spec.mrope.as_mut() {
+                                    m.frequencies = AxisFrequencies::PerAxis;
+                                }
+                                spec
+                            }
                             // A fourth axis (FLUX.2's), now and then given three planes only.
                             5 => spec.axes_rope4([pairs.saturating_sub(3 * t), t, t, t]),
                             // One list dealt to the axes (Pixtral's).

@@ -16,7 +16,7 @@ use common::{
 };
 use serde_json::Value;
 use wgpu_posenc::{
-    ArrayView, Dims, Layout, PairLayout, Positions, RopeSpec, TensorView, reference,
+    ArrayView, Dims, Layout, MRopeOrder, PairLayout, Positions, RopeSpec, TensorView, reference,
 };
 
 fn u(v: &Value) -> u64 {
@@ -221,21 +221,18 @@ fn diffusion_transformer_rotations_match_diffusers() {
 /// Per-axis frequency lists take no scaling and contiguous sections only: typed errors.
 #[test]
 fn per_axis_frequencies_refuse_scalings_and_other_orders() {
-    use wgpu_posenc::{AxisFrequencies, Error, MRope, MRopeOrder, Scaling};
+    use wgpu_posenc::{AxisFrequencies, Error, MRope, Scaling};
     let scaled = RopeSpec::new()
         .axes_rope([8, 28, 28])
         .scaling(Scaling::Linear { factor: 2.0 });
     let e = ctx().rope(&scaled, 128).map(drop).expect_err("scaling");
     assert!(matches!(e, Error::Unsupported(_)), "{e}");
-    let mut mixed = RopeSpec::new();
-    mixed.mrope = Some(MRope {
-        section: [8, 28, 28],
-        fourth: 0,
-        order: MRopeOrder::Interleaved,
-        frequencies: AxisFrequencies::PerAxis,
-    });
-    let e = ctx().rope(&mixed, 128).map(drop).expect_err("order");
-    assert!(matches!(e, Error::Unsupported(_)), "{e}");
+    // Width first in alternation needs as many width pairs as height ones.
+    let e = ctx()
+        .rope(&ordered([8, 28, 26], MRopeOrder::WhThenT, true), 124)
+        .map(drop)
+        .expect_err("uneven h and w");
+    assert!(matches!(e, Error::InvalidMRopeSection { .. }), "{e}");
     // The sections must still cover the pairs.
     let short = RopeSpec::new().axes_rope([8, 28, 27]);
     let e = ctx().rope(&short, 128).map(drop).expect_err("sections");
@@ -280,13 +277,31 @@ fn per_axis_frequencies_refuse_scalings_and_other_orders() {
     }
 }
 
+/// A spec on three axes with `section` pairs in `order`, per-axis lists (`per_axis`) or the
+/// shared one.
+fn ordered(section: [u64; 3], order: MRopeOrder, per_axis: bool) -> RopeSpec {
+    use wgpu_posenc::{AxisFrequencies, MRope};
+    let mut spec = RopeSpec::new();
+    spec.mrope = Some(MRope {
+        section,
+        fourth: 0,
+        order,
+        frequencies: if per_axis {
+            AxisFrequencies::PerAxis
+        } else {
+            AxisFrequencies::Shared
+        },
+    });
+    spec
+}
+
 /// Dealt frequencies: every index of the shared list once, handed round the axes that still
 /// have pairs (`[5, 16, 11]`: the temporal axis takes cards 0, 3, 6, 9, 12, then height and
 /// width alternate; Pixtral's `[0, 16, 16]`: even cards to height, odd to width); no scaling
 /// and no fourth axis.
 #[test]
 fn dealt_frequencies_hand_each_index_out_once() {
-    use wgpu_posenc::{AxisFrequencies, Error, MRope, MRopeOrder, Scaling};
+    use wgpu_posenc::{AxisFrequencies, Error, MRope, Scaling};
     let shared = reference::frequencies(&RopeSpec::new(), 64, 1).expect("shared");
     let index = |f: (f64, f64)| shared.0.iter().position(|&g| g == f).expect("in the list");
     let cards = |section| -> Vec<usize> {
@@ -404,6 +419,20 @@ fn f32_positions_match_the_reference() {
             (
                 RopeSpec::new().pair_layout(pair).axes_rope4([4, 10, 10, 8]),
                 &axes4,
+            ),
+            // Per-axis lists in the other orders: width first (Kimi K2.5's alternation,
+            // Step 3.7's blocks), and Qwen3-VL's interleaving.
+            (
+                ordered([0, 16, 16], MRopeOrder::WhThenT, true).pair_layout(pair),
+                &axes,
+            ),
+            (
+                ordered([4, 16, 12], MRopeOrder::WhtChunks, true).pair_layout(pair),
+                &axes,
+            ),
+            (
+                ordered([12, 10, 10], MRopeOrder::Interleaved, true).pair_layout(pair),
+                &axes,
             ),
             // One list dealt to the axes (Pixtral's, and uneven sections).
             (

@@ -445,6 +445,8 @@ impl std::fmt::Display for LayerRope {
                 MRopeOrder::Chunks => "contiguous",
                 MRopeOrder::Interleaved => "interleaved",
                 MRopeOrder::HwThenT => "h w alternating, then t",
+                MRopeOrder::WhThenT => "w h alternating, then t",
+                MRopeOrder::WhtChunks => "contiguous, w then h then t",
             };
             write!(f, ", M-RoPE sections {:?} ({kind})", m.section)?;
         }

@@ -53,7 +53,7 @@ pub fn words_strategy() -> impl Strategy<Value = WordsCase> {
         any::<bool>(),
         any::<bool>(),
         scaling,
-        0u8..5,
+        0u8..7,
         prop_oneof![Just(0u64), 1u64..100_000, Just(u64::MAX)],
         any::<u64>(),
     )
@@ -79,8 +79,13 @@ pub fn words_strategy() -> impl Strategy<Value = WordsCase> {
                     spec.mrope = Some(MRope {
                         section: [t, pairs / 3, w - fourth],
                         fourth,
-                        order: [MRopeOrder::Chunks, MRopeOrder::Interleaved, MRopeOrder::HwThenT]
-                            [usize::from(mrope - 2)],
+                        order: [
+                            MRopeOrder::Chunks,
+                            MRopeOrder::Interleaved,
+                            MRopeOrder::HwThenT,
+                            MRopeOrder::WhThenT,
+                            MRopeOrder::WhtChunks,
+                        ][usize::from(mrope - 2)],
                         // Contiguous sections also with a frequency list per axis.
                         frequencies: if per_axis {
                             AxisFrequencies::PerAxis
