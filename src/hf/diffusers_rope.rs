@@ -98,13 +98,16 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 10] = [
     ),
 ];
 
-/// The rotary embedding of a diffusers transformer: what its rotary module computes for the
-/// positions it is given, and how the attention applies it.
+/// A rotary module of a diffusers transformer ([`RotaryModule::from_diffusers_config`]) or
+/// of a transformers vision tower ([`RotaryModule::from_hf_vision_config`]): what it
+/// computes for the positions it is given, and how the attention applies it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct DiffusersRope {
-    /// The module's attribute in the model (`pos_embed`, `rope`, `rotary_emb`, ...).
+pub struct RotaryModule {
+    /// The module's attribute in the model (`pos_embed`, `rope`, `rotary_emb`,
+    /// `model.visual.rotary_pos_emb`, ...).
     pub path: &'static str,
-    /// diffusers' class of the module (`FluxPosEmbed`, `WanRotaryPosEmbed`, ...).
+    /// The library's class of the module (`FluxPosEmbed`, `WanRotaryPosEmbed`,
+    /// `Qwen2VLVisionRotaryEmbedding`, ...).
     pub module: &'static str,
     /// The rotation: [`RopeSpec::axes_rope`] with each axis's width (pairs, `[t, h, w]`;
     /// two-axis models leave `t` at 0 and read rows 1 and 2 of the positions), or a 1-D
@@ -305,7 +308,7 @@ fn shape(keys: &Keys<'_>, rule: Rule) -> Result<(Vec<u64>, u64, Option<u64>)> {
 }
 
 /// One module's rotation, from its rule.
-fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<DiffusersRope> {
+fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<RotaryModule> {
     let (dims, d, one_d) = shape(keys, rule)?;
     let rotated = one_d.unwrap_or_else(|| dims.iter().sum());
     if let Form::WholeAxes(key, _) = rule.form
@@ -351,7 +354,7 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<DiffusersRope> {
         spec = spec.mrope_order([t, h, w], MRopeOrder::Interleaved);
     }
     spec.validate(d)?;
-    Ok(DiffusersRope {
+    Ok(RotaryModule {
         path: rule.path,
         module: rule.module,
         spec,
@@ -359,7 +362,7 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<DiffusersRope> {
     })
 }
 
-impl DiffusersRope {
+impl RotaryModule {
     /// The rotary modules of a diffusers transformer, from its `config.json` (feature
     /// `hf-config`), in the order the class builds them
     /// (`tests/data/diffusers/ROPE.md` lists every class):

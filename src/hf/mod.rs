@@ -18,6 +18,7 @@ mod families;
 mod generic;
 mod reader;
 mod table;
+mod vision_rope;
 
 use serde_json::Value;
 
@@ -26,9 +27,10 @@ use crate::frequencies::{FrequencyError, Scaling};
 use crate::spec::{MRopeOrder, NormWeight, OutputOrder, PairLayout, RopeSpec};
 use config::{TextConfig, TopConfig, kind, parse};
 pub use diffusers::DIFFUSERS_WITHOUT_TABLE;
-pub use diffusers_rope::{DIFFUSERS_ROPE_NOT_READ, DIFFUSERS_WITHOUT_ROPE_MODULE, DiffusersRope};
+pub use diffusers_rope::{DIFFUSERS_ROPE_NOT_READ, DIFFUSERS_WITHOUT_ROPE_MODULE, RotaryModule};
 pub use diffusers_timesteps::{DIFFUSERS_WITHOUT_PROJECTION, TimestepProjection};
 use reader::Reader;
+pub use vision_rope::HF_VISION_ROPE_NOT_READ;
 
 /// `config` as an object of type `T` (read from the top level).
 fn top_level<T: serde::de::DeserializeOwned>(config: &Value) -> Result<T, FrequencyError> {

@@ -2,7 +2,7 @@
 //! `Scaling::from_hf_config`, and `angle_words` of each layer's spec): the committed fixtures
 //! and every family's default config; and diffusers transformer configs (every class's
 //! default config, `timestep_configs.json`) through `TimestepProjection::from_diffusers_config`,
-//! `SincosGrid::from_diffusers_config` at random latents and `DiffusersRope::
+//! `SincosGrid::from_diffusers_config` at random latents and `RotaryModule::
 //! from_diffusers_config`; with keys removed or set to values of the wrong type,
 //! zero, negative, fractional, huge (up to `u64::MAX` and `±f64::MAX`; NaN and infinities
 //! are not JSON, and serde_json refuses numbers past f64 before the crate sees them), or
@@ -18,7 +18,7 @@ use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 use serde_json::{Map, Value, json};
-use wgpu_posenc::{DiffusersRope, HfRope, RopeSpec, Scaling, SincosGrid, TimestepProjection};
+use wgpu_posenc::{HfRope, RopeSpec, RotaryModule, Scaling, SincosGrid, TimestepProjection};
 
 use super::common::Rng;
 
@@ -291,7 +291,7 @@ fn read_diffusers(config: &Value, rng: &mut Rng) -> Result<bool, String> {
         g.validate().map_err(|e| format!("grid: {e}"))?;
     }
     // A rotary module read is one the spec's own checks accept at its head.
-    let rope = DiffusersRope::from_diffusers_config(config);
+    let rope = RotaryModule::from_diffusers_config(config);
     for r in rope.iter().flatten() {
         let _ = r.spec.angle_words(r.head_dim, 4096);
         if r.spec.rotary_dim.unwrap_or(r.head_dim) > r.head_dim {

@@ -1,11 +1,11 @@
 //! Every diffusers transformer's rotary modules read from its `config.json`
-//! (`DiffusersRope::from_diffusers_config`) against the modules diffusers builds from it
+//! (`RotaryModule::from_diffusers_config`) against the modules diffusers builds from it
 //! (`tests/data/diffusers/rope_configs.py`), and the matrix of them
 //! (`tests/data/diffusers/ROPE.md`, written with `POSENC_WRITE_MATRIX=1`).
 
 use serde_json::Value;
 use wgpu_posenc::{
-    DIFFUSERS_WITHOUT_ROPE_MODULE, DiffusersRope, Dims, Error, FrequencyError, Layout, PairLayout,
+    DIFFUSERS_WITHOUT_ROPE_MODULE, Dims, Error, FrequencyError, Layout, PairLayout, RotaryModule,
     reference,
 };
 
@@ -14,7 +14,7 @@ use super::{axes_or_1d, list, rotate_with, u};
 
 /// Every diffusers transformer's rotary modules (`tests/data/diffusers/rope_configs.py`: each
 /// class built from its own config, its rotary modules run on the CPU at the pipelines' kind
-/// of positions): the config read by `DiffusersRope::from_diffusers_config` gives each
+/// of positions): the config read by `RotaryModule::from_diffusers_config` gives each
 /// module's path, class and pair layout, and rotates as the module's cos and sin do at the
 /// sampled tokens; the classes without a module read as none, the others refused by name.
 #[test]
@@ -43,7 +43,7 @@ fn diffusers_rotary_modules_read_from_their_configs() {
                 )
             })
             .collect();
-        let got = DiffusersRope::from_diffusers_config(config);
+        let got = RotaryModule::from_diffusers_config(config);
         if modules.is_empty() {
             assert!(matches!(&got, Ok(v) if v.is_empty()), "{label}: {got:?}");
             rows.push(format!("| `{label}` | — | no rotary module | | |"));
@@ -91,13 +91,13 @@ fn diffusers_rotary_modules_read_from_their_configs() {
     // PRX's axes must cover its head (diffusers raises), not read as a partial rotation.
     let mut short = builds["PRXTransformer2DModel"]["config"].clone();
     short["axes_dim"] = serde_json::json!([16, 16]);
-    let e = DiffusersRope::from_diffusers_config(&short).expect_err("axes short of the head");
+    let e = RotaryModule::from_diffusers_config(&short).expect_err("axes short of the head");
     assert!(e.to_string().contains("axes_dim"), "{e}");
     // The layered Qwen-Image builds another module: refused by its name, not read as the
     // default one.
     let mut layered = builds["QwenImageTransformer2DModel"]["config"].clone();
     layered["use_layer3d_rope"] = Value::Bool(true);
-    let e = DiffusersRope::from_diffusers_config(&layered).expect_err("layered");
+    let e = RotaryModule::from_diffusers_config(&layered).expect_err("layered");
     assert!(
         matches!(
             e,
@@ -112,7 +112,7 @@ fn diffusers_rotary_modules_read_from_their_configs() {
 
 /// `rope` against the module's cos and sin at the golden tokens: the f64 reference within
 /// what f32 angles of those positions allow, and the GPU within the contract of the reference.
-fn check_module(label: &str, rope: &DiffusersRope, golden: &Value) {
+fn check_module(label: &str, rope: &RotaryModule, golden: &Value) {
     let layout = match golden["layout"].as_str().expect("layout") {
         "interleaved" => PairLayout::Interleaved,
         _ => PairLayout::HalfSplit,
@@ -207,7 +207,7 @@ fn check_module(label: &str, rope: &DiffusersRope, golden: &Value) {
 
 /// What a read module rotates: its axes (pairs each), base, pair layout, rotated lanes and
 /// scaling.
-fn describe(r: &DiffusersRope) -> String {
+fn describe(r: &RotaryModule) -> String {
     let s = &r.spec;
     let layout = match s.pair_layout {
         PairLayout::Interleaved => "interleaved",
@@ -246,7 +246,7 @@ fn check_matrix(data: &Value, rows: &[String], [builds, rotating, read, refused]
          --features hf-config --test rope_axes diffusers`) from \
          `tests/data/diffusers/rope_configs.json` (`rope_configs.py`: each class built by \
          diffusers, its rotary modules run on the CPU) and \
-         `DiffusersRope::from_diffusers_config`; do not edit. `read`: every rotary module of \
+         `RotaryModule::from_diffusers_config`; do not edit. `read`: every rotary module of \
          the class read from its `config.json` and rotating as the module does at sampled \
          tokens; `refused`: a typed error that names the module and says why; `no rotary \
          module`: some of these rotate by a table their pipeline or a method builds \

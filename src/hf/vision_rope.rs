@@ -1,0 +1,496 @@
+//! The rotary embedding of a transformers vision tower, read from the model's `config.json`
+//! (its vision sub-config: width, heads, `rope_parameters`), as transformers 5.24 builds it.
+//! `tests/data/hf/vision_rope.py` records every family whose vision, video or audio encoder
+//! rotates; `tests/data/hf/VISION.md` is the matrix of what is read.
+
+use serde_json::Value;
+
+use super::diffusers::Keys;
+use super::diffusers_rope::RotaryModule;
+use crate::error::{Error, FrequencyError, Result};
+use crate::spec::{AxisFrequencies, MRope, MRopeOrder, PairLayout, RopeSpec};
+
+/// How a vision rotary module lays its frequencies over the head (`d` wide, `F = d / 4`
+/// frequencies `theta^(-2k/(d/2))` per spatial axis unless said otherwise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// `[h.. | w..]` twice, half-split pairs: height on the first `F` pairs, width on the
+    /// next `F` (Qwen2-VL and the towers that copy it).
+    Halves,
+    /// Pixtral: one list over the head, `theta^(-2i/d)`, height on the even entries and
+    /// width on the odd ones.
+    Dealt,
+    /// Kimi K2.5: `w0 h0 w1 h1 ..` twice, half-split pairs.
+    WidthFirstAlternating,
+    /// Step 3.7: `[w.. | h..]` twice, half-split pairs.
+    WidthFirstBlocks,
+    /// Inkling 2: `[w.. | h..]` with each angle repeated, interleaved pairs.
+    WidthFirstInterleaved,
+    /// MiniMax M3 VL: `(d / 3) / 2` frequencies per axis `t, h, w`, `[t.. | h.. | w..]`
+    /// twice over the first `6 * ((d / 3) / 2)` lanes (half-split), the rest unrotated.
+    Thirds,
+}
+
+/// Where a family keeps its vision tower and what it builds there.
+#[derive(Clone, Copy, Debug)]
+struct Rule {
+    /// The top-level `model_type`.
+    model_type: &'static str,
+    /// The keys from the top level to the vision sub-config (empty: the top level).
+    sub: &'static [&'static str],
+    /// The module's path in the model.
+    path: &'static str,
+    /// transformers' class of the module.
+    module: &'static str,
+    form: Form,
+    /// The key of the tower's width (`hidden_size`; Qwen2-VL's `embed_dim`).
+    width_key: &'static str,
+    /// The sub-config class's defaults: width, heads, `head_dim`, theta.
+    defaults: (u64, u64, Option<u64>, f64),
+}
+
+const VISION: &[&str] = &["vision_config"];
+
+/// A rule of the common shape: a `vision_config` read by `hidden_size`, no `head_dim`,
+/// theta 10 000.
+const fn rule(
+    model_type: &'static str,
+    path: &'static str,
+    module: &'static str,
+    form: Form,
+    width: u64,
+    heads: u64,
+) -> Rule {
+    Rule {
+        model_type,
+        sub: VISION,
+        path,
+        module,
+        form,
+        width_key: "hidden_size",
+        defaults: (width, heads, None, 10_000.0),
+    }
+}
+
+const VISUAL: &str = "model.visual.rotary_pos_emb";
+
+/// The vision towers read, by top-level `model_type`.
+const RULES: &[Rule] = &[
+    rule(
+        "cohere_compass",
+        VISUAL,
+        "CohereCompassVisionRotaryEmbedding",
+        Form::Halves,
+        1152,
+        16,
+    ),
+    rule(
+        "dots3_note",
+        VISUAL,
+        "Dots3NoteVisionRotaryEmbedding",
+        Form::Halves,
+        1536,
+        24,
+    ),
+    rule(
+        "ernie4_5_vl_moe",
+        VISUAL,
+        "Ernie4_5_VLMoeVisionRotaryEmbedding",
+        Form::Halves,
+        1280,
+        16,
+    ),
+    rule(
+        "exaone4_5",
+        VISUAL,
+        "Exaone4_5_VisionRotaryEmbedding",
+        Form::Halves,
+        3584,
+        16,
+    ),
+    rule(
+        "glm4v",
+        VISUAL,
+        "Glm4vVisionRotaryEmbedding",
+        Form::Halves,
+        1536,
+        12,
+    ),
+    rule(
+        "glm4v_moe",
+        VISUAL,
+        "Glm4vMoeVisionRotaryEmbedding",
+        Form::Halves,
+        1536,
+        12,
+    ),
+    rule(
+        "glm5_next",
+        VISUAL,
+        "Glm5NextVisionRotaryEmbedding",
+        Form::Halves,
+        1024,
+        16,
+    ),
+    rule(
+        "glm_ocr",
+        VISUAL,
+        "GlmOcrVisionRotaryEmbedding",
+        Form::Halves,
+        1024,
+        16,
+    ),
+    rule(
+        "inkling2",
+        VISUAL,
+        "Inkling2VisionRotaryEmbedding",
+        Form::WidthFirstInterleaved,
+        1024,
+        16,
+    ),
+    rule(
+        "kimi_k25",
+        VISUAL,
+        "Kimi_K25VisionRotaryEmbedding",
+        Form::WidthFirstAlternating,
+        1152,
+        16,
+    ),
+    Rule {
+        defaults: (1024, 16, None, 1e6),
+        ..rule(
+            "lfm3_vl",
+            VISUAL,
+            "Lfm3VlVisionRotaryEmbedding",
+            Form::Halves,
+            0,
+            0,
+        )
+    },
+    rule(
+        "minimax_m3_vl",
+        VISUAL,
+        "MiniMaxM3VLVisionRotaryEmbedding",
+        Form::Thirds,
+        1280,
+        16,
+    ),
+    Rule {
+        sub: &[],
+        ..rule(
+            "mlcd",
+            VISUAL,
+            "MLCDRotaryEmbedding",
+            Form::Halves,
+            1664,
+            16,
+        )
+    },
+    rule(
+        "muse_glimmer",
+        VISUAL,
+        "MuseGlimmerVisionRotaryEmbedding",
+        Form::Halves,
+        1536,
+        16,
+    ),
+    rule(
+        "muse_spark",
+        VISUAL,
+        "MuseSparkVisionRotaryEmbedding",
+        Form::Halves,
+        1536,
+        16,
+    ),
+    rule(
+        "paddleocr_vl",
+        VISUAL,
+        "PaddleOCRVisionRotaryEmbedding",
+        Form::Halves,
+        1152,
+        16,
+    ),
+    Rule {
+        sub: &[],
+        defaults: (1024, 16, Some(64), 10_000.0),
+        ..rule(
+            "pixtral",
+            VISUAL,
+            "PixtralVisionRotaryEmbedding",
+            Form::Dealt,
+            0,
+            0,
+        )
+    },
+    Rule {
+        sub: &["thinker_config", "vision_config"],
+        ..rule(
+            "qwen2_5_omni",
+            VISUAL,
+            "Qwen2_5OmniVisionRotaryEmbedding",
+            Form::Halves,
+            3584,
+            16,
+        )
+    },
+    rule(
+        "qwen2_5_vl",
+        VISUAL,
+        "Qwen2_5_VLVisionRotaryEmbedding",
+        Form::Halves,
+        3584,
+        16,
+    ),
+    Rule {
+        width_key: "embed_dim",
+        ..rule(
+            "qwen2_vl",
+            VISUAL,
+            "Qwen2VLVisionRotaryEmbedding",
+            Form::Halves,
+            1280,
+            16,
+        )
+    },
+    rule(
+        "qwen3_5",
+        VISUAL,
+        "Qwen3_5VisionRotaryEmbedding",
+        Form::Halves,
+        1152,
+        16,
+    ),
+    rule(
+        "qwen3_5_moe",
+        VISUAL,
+        "Qwen3_5MoeVisionRotaryEmbedding",
+        Form::Halves,
+        1152,
+        16,
+    ),
+    Rule {
+        sub: &["thinker_config", "vision_config"],
+        ..rule(
+            "qwen3_omni_moe",
+            VISUAL,
+            "Qwen3OmniMoeVisionRotaryEmbedding",
+            Form::Halves,
+            1152,
+            16,
+        )
+    },
+    rule(
+        "qwen3_vl",
+        VISUAL,
+        "Qwen3VLVisionRotaryEmbedding",
+        Form::Halves,
+        1152,
+        16,
+    ),
+    rule(
+        "qwen3_vl_moe",
+        VISUAL,
+        "Qwen3VLMoeVisionRotaryEmbedding",
+        Form::Halves,
+        1152,
+        16,
+    ),
+    rule(
+        "qwen4_exp",
+        VISUAL,
+        "Qwen4ExpVisionRotaryEmbedding",
+        Form::Halves,
+        1152,
+        16,
+    ),
+    rule(
+        "step3p7",
+        VISUAL,
+        "Step3p7VisionRotaryEmbedding",
+        Form::WidthFirstBlocks,
+        1536,
+        16,
+    ),
+    rule(
+        "video_llama_3",
+        VISUAL,
+        "VideoLlama3VisionRotaryEmbedding",
+        Form::Halves,
+        768,
+        12,
+    ),
+];
+
+/// Families whose encoder rotates in a way the crate does not read: model type, module,
+/// reason (`tests/data/hf/vision_rope.json` has the module's own description).
+pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 0] = [];
+
+/// The vision sub-config of `config` along `sub`: an object (missing: the class's defaults).
+fn sub_config<'a>(
+    config: &'a Value,
+    sub: &[&str],
+) -> Result<Option<&'a serde_json::Map<String, Value>>> {
+    let mut at = config;
+    for key in sub {
+        match at.get(key) {
+            None | Some(Value::Null) => return Ok(None),
+            Some(v) => at = v,
+        }
+    }
+    match at.as_object() {
+        Some(o) => Ok(Some(o)),
+        None => Err(Keys::bad(
+            &sub.join("."),
+            "an object (the vision tower's config)",
+            Some(at),
+        )),
+    }
+}
+
+/// The tower's theta: `rope_parameters.rope_theta`, a legacy `rope_theta`, or the default;
+/// a `rope_type` other than `axial` is refused, as transformers refuses it.
+fn theta(keys: &Keys<'_>, default: f64) -> Result<f64> {
+    let Some(p) = keys.0.get("rope_parameters").filter(|v| !v.is_null()) else {
+        return Ok(keys.opt_f("rope_theta")?.unwrap_or(default));
+    };
+    let Some(p) = p.as_object() else {
+        return Err(Keys::bad("rope_parameters", "an object", Some(p)));
+    };
+    let inner = Keys(p);
+    match inner.opt_str("rope_type")? {
+        None | Some("axial") => {}
+        Some(_) => {
+            let need = "\"axial\" (the only type the vision rotary modules take)";
+            return Err(Keys::bad(
+                "rope_parameters.rope_type",
+                need,
+                p.get("rope_type"),
+            ));
+        }
+    }
+    Ok(inner.opt_f("rope_theta")?.unwrap_or(default))
+}
+
+/// The head width as the module computes it: `head_dim`, else width // heads (which must
+/// divide, as the attention's reshape needs).
+fn head_dim(keys: &Keys<'_>, rule: &Rule) -> Result<u64> {
+    let (width, heads, head, _) = rule.defaults;
+    if let Some(d) = keys.opt_u("head_dim")?.or(head) {
+        return Ok(d);
+    }
+    let width = keys.opt_u(rule.width_key)?.unwrap_or(width);
+    let heads = match keys.opt_u("num_heads")? {
+        Some(h) => h,
+        None => keys.opt_u("num_attention_heads")?.unwrap_or(heads),
+    };
+    if width % heads != 0 {
+        let need = "a multiple of the heads (num_heads)";
+        return Err(Keys::bad(rule.width_key, need, keys.0.get(rule.width_key)));
+    }
+    Ok(width / heads)
+}
+
+/// The spec of `form` over a head `d` wide at `theta`.
+fn spec(form: Form, d: u64, theta: f64) -> Result<RopeSpec> {
+    let base = RopeSpec::new().base(theta);
+    let ordered = |order, layout| {
+        let mut s = base.clone().pair_layout(layout);
+        s.mrope = Some(MRope {
+            section: [0, d / 4, d / 4],
+            fourth: 0,
+            order,
+            frequencies: AxisFrequencies::PerAxis,
+        });
+        s
+    };
+    if form != Form::Thirds && d % 4 != 0 {
+        let need = "a head width divisible by 4 (two axes of d / 4 frequencies)";
+        return Err(Keys::bad("head_dim", need, Some(&d.into())));
+    }
+    let spec = match form {
+        Form::Halves => base.axes_rope([0, d / 4, d / 4]),
+        Form::Dealt => base.axes_dealt([0, d / 4, d / 4]),
+        Form::WidthFirstAlternating => ordered(MRopeOrder::WhThenT, PairLayout::HalfSplit),
+        Form::WidthFirstBlocks => ordered(MRopeOrder::WhtChunks, PairLayout::HalfSplit),
+        Form::WidthFirstInterleaved => ordered(MRopeOrder::WhtChunks, PairLayout::Interleaved),
+        Form::Thirds => {
+            let f = d / 3 / 2;
+            if f == 0 {
+                let need = "a head width of at least 6";
+                return Err(Keys::bad("head_dim", need, Some(&d.into())));
+            }
+            base.axes_rope([f, f, f]).rotary_dim(6 * f)
+        }
+    };
+    spec.validate(d)?;
+    Ok(spec)
+}
+
+impl RotaryModule {
+    /// The rotary module of a transformers model's vision tower, from the model's
+    /// `config.json` (feature `hf-config`), as transformers 5.24 builds it
+    /// (`tests/data/hf/VISION.md` lists every family whose encoder rotates):
+    ///
+    /// - height then width, each `d / 4` pairs of `theta^(-2k/(d/2))`, half-split
+    ///   ([`RopeSpec::axes_rope`] `[0, d/4, d/4]`): Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni,
+    ///   Qwen3-VL (MoE), Qwen3-Omni, Qwen3.5 (MoE), GLM-4V (MoE), GLM-OCR, ERNIE 4.5 VL,
+    ///   PaddleOCR-VL, and the other towers that copy Qwen2-VL's;
+    /// - Pixtral (and the models that take its tower, Mistral 3, LightOnOCR): one list dealt
+    ///   to height and width ([`RopeSpec::axes_dealt`]);
+    /// - width first: Kimi K2.5 ([`MRopeOrder::WhThenT`]), Step 3.7 and Inkling 2
+    ///   ([`MRopeOrder::WhtChunks`], Inkling 2 over interleaved pairs);
+    /// - MiniMax M3 VL: three axes `(t, h, w)`, `(d / 3) / 2` pairs each, the rest of the head
+    ///   unrotated.
+    ///
+    /// The positions are the caller's, `[3, batch, seq]` ([`Positions::Axes`](crate::Positions::Axes)):
+    /// plane 0 the frame (MiniMax M3 VL; zeros elsewhere), plane 1 the patch row, plane 2 its
+    /// column, in the order the tower sees its patches (Qwen's 2 x 2 merge blocks). A family
+    /// whose tower the crate does not read ([`HF_VISION_ROPE_NOT_READ`]) is an error that
+    /// says why; so is a `model_type` whose tower is not known to rotate, and a bad key.
+    pub fn from_hf_vision_config(config: &Value) -> Result<Vec<Self>> {
+        let model_type = config.get("model_type").and_then(Value::as_str);
+        let Some(model_type) = model_type else {
+            let need = "the transformers model type (a string)";
+            return Err(Keys::bad("model_type", need, config.get("model_type")));
+        };
+        if let Some((_, module, reason)) =
+            HF_VISION_ROPE_NOT_READ.iter().find(|r| r.0 == model_type)
+        {
+            return Err(Error::Frequency(FrequencyError::FamilyNotRead {
+                model_type: model_type.to_string(),
+                reason: format!("its encoder rotates with {module}: {reason}"),
+            }));
+        }
+        // Pixtral's tower also serves other models (Mistral 3, LightOnOCR, LLaVA).
+        let pixtral = config.pointer("/vision_config/model_type") == Some(&"pixtral".into());
+        let found = RULES.iter().find(|r| r.model_type == model_type);
+        let pixtral = found.is_none() && pixtral;
+        let found = found.copied().or_else(|| {
+            let rule = RULES.iter().find(|r| r.model_type == "pixtral")?;
+            pixtral.then_some(Rule {
+                sub: VISION,
+                ..*rule
+            })
+        });
+        let Some(rule) = found.as_ref() else {
+            return Err(Error::Frequency(FrequencyError::UnsupportedModelType {
+                model_type: model_type.to_string(),
+                families: RULES
+                    .iter()
+                    .map(|r| r.model_type)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }));
+        };
+        let empty = serde_json::Map::new();
+        let keys = Keys(sub_config(config, rule.sub)?.unwrap_or(&empty));
+        let d = head_dim(&keys, rule)?;
+        let spec = spec(rule.form, d, theta(&keys, rule.defaults.3)?)?;
+        Ok(vec![RotaryModule {
+            path: rule.path,
+            module: rule.module,
+            spec,
+            head_dim: d,
+        }])
+    }
+}
