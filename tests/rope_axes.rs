@@ -10,6 +10,9 @@ mod common;
 #[cfg(feature = "hf-config")]
 #[path = "rope_axes/diffusers.rs"]
 mod diffusers;
+#[cfg(feature = "hf-config")]
+#[path = "rope_axes/vision.rs"]
+mod vision;
 
 use common::{
     Rng, assert_matches, ctx, guarded_input, poison, run_on_buffer, test_data, u32_buffer, widen,

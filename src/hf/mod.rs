@@ -19,6 +19,8 @@ mod generic;
 mod reader;
 mod table;
 mod vision_rope;
+mod vision_rope_refused;
+mod vision_rope_rules;
 
 use serde_json::Value;
 
@@ -30,7 +32,7 @@ pub use diffusers::DIFFUSERS_WITHOUT_TABLE;
 pub use diffusers_rope::{DIFFUSERS_ROPE_NOT_READ, DIFFUSERS_WITHOUT_ROPE_MODULE, RotaryModule};
 pub use diffusers_timesteps::{DIFFUSERS_WITHOUT_PROJECTION, TimestepProjection};
 use reader::Reader;
-pub use vision_rope::HF_VISION_ROPE_NOT_READ;
+pub use vision_rope_refused::HF_VISION_ROPE_NOT_READ;
 
 /// `config` as an object of type `T` (read from the top level).
 fn top_level<T: serde::de::DeserializeOwned>(config: &Value) -> Result<T, FrequencyError> {

@@ -7,13 +7,15 @@ use serde_json::Value;
 
 use super::diffusers::Keys;
 use super::diffusers_rope::RotaryModule;
+use super::vision_rope_refused::HF_VISION_ROPE_NOT_READ;
+use super::vision_rope_rules::{RULES, VISION};
 use crate::error::{Error, FrequencyError, Result};
 use crate::spec::{AxisFrequencies, MRope, MRopeOrder, PairLayout, RopeSpec};
 
 /// How a vision rotary module lays its frequencies over the head (`d` wide, `F = d / 4`
 /// frequencies `theta^(-2k/(d/2))` per spatial axis unless said otherwise).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Form {
+pub(super) enum Form {
     /// `[h.. | w..]` twice, half-split pairs: height on the first `F` pairs, width on the
     /// next `F` (Qwen2-VL and the towers that copy it).
     Halves,
@@ -33,297 +35,21 @@ enum Form {
 
 /// Where a family keeps its vision tower and what it builds there.
 #[derive(Clone, Copy, Debug)]
-struct Rule {
+pub(super) struct Rule {
     /// The top-level `model_type`.
-    model_type: &'static str,
+    pub(super) model_type: &'static str,
     /// The keys from the top level to the vision sub-config (empty: the top level).
-    sub: &'static [&'static str],
+    pub(super) sub: &'static [&'static str],
     /// The module's path in the model.
-    path: &'static str,
+    pub(super) path: &'static str,
     /// transformers' class of the module.
-    module: &'static str,
-    form: Form,
+    pub(super) module: &'static str,
+    pub(super) form: Form,
     /// The key of the tower's width (`hidden_size`; Qwen2-VL's `embed_dim`).
-    width_key: &'static str,
+    pub(super) width_key: &'static str,
     /// The sub-config class's defaults: width, heads, `head_dim`, theta.
-    defaults: (u64, u64, Option<u64>, f64),
+    pub(super) defaults: (u64, u64, Option<u64>, f64),
 }
-
-const VISION: &[&str] = &["vision_config"];
-
-/// A rule of the common shape: a `vision_config` read by `hidden_size`, no `head_dim`,
-/// theta 10 000.
-const fn rule(
-    model_type: &'static str,
-    path: &'static str,
-    module: &'static str,
-    form: Form,
-    width: u64,
-    heads: u64,
-) -> Rule {
-    Rule {
-        model_type,
-        sub: VISION,
-        path,
-        module,
-        form,
-        width_key: "hidden_size",
-        defaults: (width, heads, None, 10_000.0),
-    }
-}
-
-const VISUAL: &str = "model.visual.rotary_pos_emb";
-
-/// The vision towers read, by top-level `model_type`.
-const RULES: &[Rule] = &[
-    rule(
-        "cohere_compass",
-        VISUAL,
-        "CohereCompassVisionRotaryEmbedding",
-        Form::Halves,
-        1152,
-        16,
-    ),
-    rule(
-        "dots3_note",
-        VISUAL,
-        "Dots3NoteVisionRotaryEmbedding",
-        Form::Halves,
-        1536,
-        24,
-    ),
-    rule(
-        "ernie4_5_vl_moe",
-        VISUAL,
-        "Ernie4_5_VLMoeVisionRotaryEmbedding",
-        Form::Halves,
-        1280,
-        16,
-    ),
-    rule(
-        "exaone4_5",
-        VISUAL,
-        "Exaone4_5_VisionRotaryEmbedding",
-        Form::Halves,
-        3584,
-        16,
-    ),
-    rule(
-        "glm4v",
-        VISUAL,
-        "Glm4vVisionRotaryEmbedding",
-        Form::Halves,
-        1536,
-        12,
-    ),
-    rule(
-        "glm4v_moe",
-        VISUAL,
-        "Glm4vMoeVisionRotaryEmbedding",
-        Form::Halves,
-        1536,
-        12,
-    ),
-    rule(
-        "glm5_next",
-        VISUAL,
-        "Glm5NextVisionRotaryEmbedding",
-        Form::Halves,
-        1024,
-        16,
-    ),
-    rule(
-        "glm_ocr",
-        VISUAL,
-        "GlmOcrVisionRotaryEmbedding",
-        Form::Halves,
-        1024,
-        16,
-    ),
-    rule(
-        "inkling2",
-        VISUAL,
-        "Inkling2VisionRotaryEmbedding",
-        Form::WidthFirstInterleaved,
-        1024,
-        16,
-    ),
-    rule(
-        "kimi_k25",
-        VISUAL,
-        "Kimi_K25VisionRotaryEmbedding",
-        Form::WidthFirstAlternating,
-        1152,
-        16,
-    ),
-    Rule {
-        defaults: (1024, 16, None, 1e6),
-        ..rule(
-            "lfm3_vl",
-            VISUAL,
-            "Lfm3VlVisionRotaryEmbedding",
-            Form::Halves,
-            0,
-            0,
-        )
-    },
-    rule(
-        "minimax_m3_vl",
-        VISUAL,
-        "MiniMaxM3VLVisionRotaryEmbedding",
-        Form::Thirds,
-        1280,
-        16,
-    ),
-    Rule {
-        sub: &[],
-        ..rule(
-            "mlcd",
-            VISUAL,
-            "MLCDRotaryEmbedding",
-            Form::Halves,
-            1664,
-            16,
-        )
-    },
-    rule(
-        "muse_glimmer",
-        VISUAL,
-        "MuseGlimmerVisionRotaryEmbedding",
-        Form::Halves,
-        1536,
-        16,
-    ),
-    rule(
-        "muse_spark",
-        VISUAL,
-        "MuseSparkVisionRotaryEmbedding",
-        Form::Halves,
-        1536,
-        16,
-    ),
-    rule(
-        "paddleocr_vl",
-        VISUAL,
-        "PaddleOCRVisionRotaryEmbedding",
-        Form::Halves,
-        1152,
-        16,
-    ),
-    Rule {
-        sub: &[],
-        defaults: (1024, 16, Some(64), 10_000.0),
-        ..rule(
-            "pixtral",
-            VISUAL,
-            "PixtralVisionRotaryEmbedding",
-            Form::Dealt,
-            0,
-            0,
-        )
-    },
-    Rule {
-        sub: &["thinker_config", "vision_config"],
-        ..rule(
-            "qwen2_5_omni",
-            VISUAL,
-            "Qwen2_5OmniVisionRotaryEmbedding",
-            Form::Halves,
-            3584,
-            16,
-        )
-    },
-    rule(
-        "qwen2_5_vl",
-        VISUAL,
-        "Qwen2_5_VLVisionRotaryEmbedding",
-        Form::Halves,
-        3584,
-        16,
-    ),
-    Rule {
-        width_key: "embed_dim",
-        ..rule(
-            "qwen2_vl",
-            VISUAL,
-            "Qwen2VLVisionRotaryEmbedding",
-            Form::Halves,
-            1280,
-            16,
-        )
-    },
-    rule(
-        "qwen3_5",
-        VISUAL,
-        "Qwen3_5VisionRotaryEmbedding",
-        Form::Halves,
-        1152,
-        16,
-    ),
-    rule(
-        "qwen3_5_moe",
-        VISUAL,
-        "Qwen3_5MoeVisionRotaryEmbedding",
-        Form::Halves,
-        1152,
-        16,
-    ),
-    Rule {
-        sub: &["thinker_config", "vision_config"],
-        ..rule(
-            "qwen3_omni_moe",
-            VISUAL,
-            "Qwen3OmniMoeVisionRotaryEmbedding",
-            Form::Halves,
-            1152,
-            16,
-        )
-    },
-    rule(
-        "qwen3_vl",
-        VISUAL,
-        "Qwen3VLVisionRotaryEmbedding",
-        Form::Halves,
-        1152,
-        16,
-    ),
-    rule(
-        "qwen3_vl_moe",
-        VISUAL,
-        "Qwen3VLMoeVisionRotaryEmbedding",
-        Form::Halves,
-        1152,
-        16,
-    ),
-    rule(
-        "qwen4_exp",
-        VISUAL,
-        "Qwen4ExpVisionRotaryEmbedding",
-        Form::Halves,
-        1152,
-        16,
-    ),
-    rule(
-        "step3p7",
-        VISUAL,
-        "Step3p7VisionRotaryEmbedding",
-        Form::WidthFirstBlocks,
-        1536,
-        16,
-    ),
-    rule(
-        "video_llama_3",
-        VISUAL,
-        "VideoLlama3VisionRotaryEmbedding",
-        Form::Halves,
-        768,
-        12,
-    ),
-];
-
-/// Families whose encoder rotates in a way the crate does not read: model type, module,
-/// reason (`tests/data/hf/vision_rope.json` has the module's own description).
-pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 0] = [];
 
 /// The vision sub-config of `config` along `sub`: an object (missing: the class's defaults).
 fn sub_config<'a>(
