@@ -3,7 +3,8 @@
 //! and every family's default config; and diffusers transformer configs (every class's
 //! default config, `timestep_configs.json`) through `TimestepProjection::from_diffusers_config`,
 //! `SincosGrid::from_diffusers_config` at random latents and `RotaryModule::
-//! from_diffusers_config`; with keys removed or set to values of the wrong type,
+//! from_diffusers_config`, and transformers vision configs (`vision_rope.json`) through
+//! `RotaryModule::from_hf_vision_config`; with keys removed or set to values of the wrong type,
 //! zero, negative, fractional, huge (up to `u64::MAX` and `±f64::MAX`; NaN and infinities
 //! are not JSON, and serde_json refuses numbers past f64 before the crate sees them), or
 //! another family's `model_type`. Each config is read or refused; a panic is a failure.
@@ -139,6 +140,12 @@ fn bases() -> Vec<Value> {
         .expect("rope_families_configs.json");
     let d: Value = serde_json::from_str(&text).expect("family configs");
     out.extend(d.as_object().expect("configs").values().cloned());
+    let text = std::fs::read_to_string(format!("{}/vision_rope.json", data_dir()))
+        .expect("vision_rope.json");
+    let d: Value = serde_json::from_str(&text).expect("vision configs");
+    for f in d["families"].as_array().expect("families") {
+        out.push(f["config"].clone());
+    }
     let path = format!("{}/../diffusers/timestep_configs.json", data_dir());
     let text = std::fs::read_to_string(path).expect("timestep_configs.json");
     let d: Value = serde_json::from_str(&text).expect("diffusers configs");
@@ -192,9 +199,10 @@ fn target<'a>(config: &'a mut Value, rng: &mut Rng) -> Option<&'a mut Map<String
     let top = config.as_object_mut()?;
     match which {
         0 | 1 => Some(top),
-        // The language model's sub-config, under whichever name the file has it.
+        // The language model's or the vision tower's sub-config, under whichever name the
+        // file has it.
         2 => {
-            let key = ["text_config", "decoder", "decoder_config"]
+            let key = ["text_config", "decoder", "decoder_config", "vision_config"]
                 .into_iter()
                 .find(|k| top.get(*k).is_some_and(Value::is_object))?;
             top.get_mut(key)?.as_object_mut()
@@ -311,8 +319,15 @@ fn read(config: &Value) -> Result<bool, String> {
         return read_diffusers(config, &mut Rng::new(config.to_string().len() as u64));
     }
     let _ = Scaling::from_hf_config(config);
+    // A vision tower read is a spec its own checks take.
+    let towers = RotaryModule::from_hf_vision_config(config).unwrap_or_default();
+    for t in &towers {
+        if let Err(e) = t.spec.angle_words(t.head_dim, 4096) {
+            return Err(format!("{} read, then refused: {e}", t.module));
+        }
+    }
     let Ok(rope) = HfRope::from_config(config) else {
-        return Ok(false);
+        return Ok(!towers.is_empty());
     };
     if rope.layers.len() as u64 > HfRope::MAX_LAYERS {
         return Err(format!("{} layers", rope.layers.len()));

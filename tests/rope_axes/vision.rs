@@ -241,3 +241,72 @@ fn check_matrix(rows: &[String], [read, partly, refused]: [usize; 3]) {
         "tests/data/hf/VISION.md is stale: rerun with POSENC_WRITE_MATRIX=1"
     );
 }
+
+/// Bad vision configs are typed errors that name the key; a family not read names its
+/// module; a model without a known rotating tower says which are read; Pixtral's tower is
+/// found inside another model (LLaVA's) by its own `model_type`.
+#[test]
+fn vision_configs_with_bad_keys_are_typed_errors() {
+    use serde_json::json;
+    let qwen = |vision: Value| json!({"model_type": "qwen2_vl", "vision_config": vision});
+    let ok =
+        RotaryModule::from_hf_vision_config(&qwen(json!({"embed_dim": 1280, "num_heads": 16})))
+            .expect("Qwen2-VL");
+    assert_eq!((ok[0].head_dim, ok[0].spec.base), (80, 1e4));
+    let bad_key = |config: Value, key: &str| {
+        let e = RotaryModule::from_hf_vision_config(&config).expect_err(key);
+        match &e {
+            Error::Frequency(FrequencyError::InvalidConfigValue { key: k, .. }) => {
+                assert_eq!(k, key, "{e}")
+            }
+            _ => panic!("{key}: {e}"),
+        }
+    };
+    bad_key(
+        qwen(json!({"rope_parameters": {"rope_type": "yarn"}})),
+        "rope_parameters.rope_type",
+    );
+    bad_key(qwen(json!({"rope_parameters": 3})), "rope_parameters");
+    bad_key(
+        qwen(json!({"embed_dim": 1290, "num_heads": 16})),
+        "embed_dim",
+    );
+    bad_key(
+        qwen(json!({"embed_dim": 1440, "num_heads": 16})),
+        "head_dim",
+    );
+    bad_key(qwen(json!({"num_heads": 0})), "num_heads");
+    bad_key(qwen(json!(5)), "vision_config");
+    bad_key(json!({"vision_config": {}}), "model_type");
+    let e = RotaryModule::from_hf_vision_config(&qwen(json!({"rope_theta": 0.5})))
+        .expect_err("theta below 1");
+    assert!(
+        matches!(e, Error::InvalidParameter { what: "base", .. }),
+        "{e}"
+    );
+    let e = RotaryModule::from_hf_vision_config(&qwen(json!({"head_dim": 1u64 << 40})))
+        .expect_err("huge head");
+    assert!(matches!(e, Error::InvalidHeadDim { .. }), "{e}");
+    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "sam3"})).expect_err("SAM 3");
+    assert!(
+        matches!(&e, Error::Frequency(FrequencyError::FamilyNotRead { reason, .. })
+            if reason.contains("Sam3ViTRotaryEmbedding")),
+        "{e}"
+    );
+    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "llama"})).expect_err("text");
+    assert!(
+        matches!(
+            e,
+            Error::Frequency(FrequencyError::UnsupportedModelType { .. })
+        ),
+        "{e}"
+    );
+    let llava =
+        json!({"model_type": "llava", "vision_config": {"model_type": "pixtral", "head_dim": 64}});
+    let read = RotaryModule::from_hf_vision_config(&llava).expect("Pixtral inside LLaVA");
+    assert_eq!(read[0].module, "PixtralVisionRotaryEmbedding");
+    assert_eq!(
+        read[0].spec.mrope.map(|m| m.frequencies),
+        Some(wgpu_posenc::AxisFrequencies::Dealt)
+    );
+}
