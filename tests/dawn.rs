@@ -999,6 +999,17 @@ fn recorded() -> &'static Recorder {
                 }),
                 HostPositions::FloatAxes(&float_axes4),
             ),
+            (
+                "rope dealt frequencies over two axes (Pixtral's vision tower)",
+                RopeSpec::new().axes_dealt([0, 16, 16]),
+                Layout::bshd(Dims {
+                    batch: 2,
+                    heads: 2,
+                    seq: 11,
+                    head_dim: 64,
+                }),
+                HostPositions::Axes(&axes),
+            ),
         ];
         for (name, spec, layout, host) in &f32_cases {
             rope(&mut rec, name, spec, *layout, Dtype::F32, *host, &mut rng);
