@@ -14,6 +14,7 @@ mod diffusers;
 mod diffusers_rope;
 mod diffusers_rope_rules;
 mod diffusers_timesteps;
+mod encoder_rope_rules;
 mod families;
 mod generic;
 mod reader;

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::diffusers::Keys;
 use super::diffusers_rope::RotaryModule;
+use super::encoder_rope_rules::LINE_RULES;
 use super::vision_rope_refused::HF_VISION_ROPE_NOT_READ;
 use super::vision_rope_rules::{RULES, VISION};
 use crate::error::{Error, FrequencyError, Result};
@@ -31,6 +32,13 @@ pub(super) enum Form {
     /// MiniMax M3 VL: `(d / 3) / 2` frequencies per axis `t, h, w`, `[t.. | h.. | w..]`
     /// twice over the first `6 * ((d / 3) / 2)` lanes (half-split), the rest unrotated.
     Thirds,
+    /// 1-D over a frame's (residue's, patch's) index, transformers' default parameters:
+    /// `theta^(-2i/r)` over the first `r = int(head_dim * partial_rotary_factor)` lanes, pairs
+    /// as given (audio, codec, protein and time-series encoders).
+    Line(PairLayout),
+    /// CLVP's speech encoder: 1-D over the first `max(projection_dim / (2 heads), 32)`
+    /// lanes, half-split, theta 10 000 whatever the config says.
+    Clvp,
 }
 
 /// Where a family keeps its vision tower and what it builds there.
@@ -49,6 +57,11 @@ pub(super) struct Rule {
     pub(super) width_key: &'static str,
     /// The sub-config class's defaults: width, heads, `head_dim`, theta.
     pub(super) defaults: (u64, u64, Option<u64>, f64),
+    /// The key of the heads where it is neither `num_heads` nor `num_attention_heads`
+    /// (Moonshine's encoder: `encoder_num_attention_heads`).
+    pub(super) heads_key: Option<&'static str>,
+    /// The default `partial_rotary_factor` of a 1-D module's config class.
+    pub(super) partial: f64,
 }
 
 /// The vision sub-config of `config` along `sub`: an object (missing: the class's defaults).
@@ -73,28 +86,39 @@ fn sub_config<'a>(
     }
 }
 
-/// The tower's theta: `rope_parameters.rope_theta`, a legacy `rope_theta`, or the default;
-/// a `rope_type` other than `axial` is refused, as transformers refuses it.
-fn theta(keys: &Keys<'_>, default: f64) -> Result<f64> {
+/// The module's theta and `partial_rotary_factor`: `rope_parameters`' own, legacy top-level
+/// keys, or the rule's defaults; a `rope_type` other than the one the module takes (`axial`
+/// for the towers, `default` for 1-D encoders) is refused, as transformers refuses it.
+fn theta(keys: &Keys<'_>, rule: &Rule) -> Result<(f64, f64)> {
+    let (kind, need) = match rule.form {
+        Form::Line(_) | Form::Clvp => ("default", "\"default\" (the 1-D encoders' only type)"),
+        _ => (
+            "axial",
+            "\"axial\" (the only type the vision rotary modules take)",
+        ),
+    };
+    let outer = (
+        keys.opt_f("rope_theta")?.unwrap_or(rule.defaults.3),
+        keys.opt_f("partial_rotary_factor")?.unwrap_or(rule.partial),
+    );
     let Some(p) = keys.0.get("rope_parameters").filter(|v| !v.is_null()) else {
-        return Ok(keys.opt_f("rope_theta")?.unwrap_or(default));
+        return Ok(outer);
     };
     let Some(p) = p.as_object() else {
         return Err(Keys::bad("rope_parameters", "an object", Some(p)));
     };
     let inner = Keys(p);
     match inner.opt_str("rope_type")? {
-        None | Some("axial") => {}
-        Some(_) => {
-            let need = "\"axial\" (the only type the vision rotary modules take)";
-            return Err(Keys::bad(
-                "rope_parameters.rope_type",
-                need,
-                p.get("rope_type"),
-            ));
+        Some(t) if t != kind => {
+            let found = p.get("rope_type");
+            return Err(Keys::bad("rope_parameters.rope_type", need, found));
         }
+        _ => {}
     }
-    Ok(inner.opt_f("rope_theta")?.unwrap_or(default))
+    Ok((
+        inner.opt_f("rope_theta")?.unwrap_or(outer.0),
+        inner.opt_f("partial_rotary_factor")?.unwrap_or(outer.1),
+    ))
 }
 
 /// The head width as the module computes it: `head_dim`, else width // heads (which must
@@ -105,9 +129,10 @@ fn head_dim(keys: &Keys<'_>, rule: &Rule) -> Result<u64> {
         return Ok(d);
     }
     let width = keys.opt_u(rule.width_key)?.unwrap_or(width);
-    let heads = match keys.opt_u("num_heads")? {
-        Some(h) => h,
-        None => keys.opt_u("num_attention_heads")?.unwrap_or(heads),
+    let heads = match (rule.heads_key, keys.opt_u("num_heads")?) {
+        (Some(key), _) => keys.opt_u(key)?.unwrap_or(heads),
+        (None, Some(h)) => h,
+        (None, None) => keys.opt_u("num_attention_heads")?.unwrap_or(heads),
     };
     if width % heads != 0 {
         let need = "a multiple of the heads (num_heads)";
@@ -116,8 +141,36 @@ fn head_dim(keys: &Keys<'_>, rule: &Rule) -> Result<u64> {
     Ok(width / heads)
 }
 
-/// The spec of `form` over a head `d` wide at `theta`.
-fn spec(form: Form, d: u64, theta: f64) -> Result<RopeSpec> {
+/// The rotated width of a 1-D module over a head `d` wide: `int(d * partial)` (CLVP:
+/// `max(projection_dim // (2 heads), 32)`), even and within the head.
+fn line_width(keys: &Keys<'_>, rule: &Rule, d: u64, partial: f64) -> Result<u64> {
+    let r = if rule.form == Form::Clvp {
+        let heads = keys
+            .opt_u("num_attention_heads")?
+            .unwrap_or(rule.defaults.1);
+        let projection = keys.opt_u("projection_dim")?.unwrap_or(768);
+        (projection / (2 * heads)).max(32)
+    } else if partial > 0.0 && partial <= 1.0 {
+        (d as f64 * partial) as u64
+    } else {
+        let need = "a factor in (0, 1]";
+        return Err(Keys::bad(
+            "partial_rotary_factor",
+            need,
+            Some(&partial.into()),
+        ));
+    };
+    if r == 0 || r % 2 != 0 || r > d {
+        let need =
+            "a rotated width (head_dim * partial_rotary_factor) even, positive and within the head";
+        return Err(Keys::bad("partial_rotary_factor", need, Some(&r.into())));
+    }
+    Ok(r)
+}
+
+/// The spec of `rule` over a head `d` wide, with the config's theta and partial factor.
+fn spec(keys: &Keys<'_>, rule: &Rule, d: u64) -> Result<RopeSpec> {
+    let (theta, partial) = theta(keys, rule)?;
     let base = RopeSpec::new().base(theta);
     let ordered = |order, layout| {
         let mut s = base.clone().pair_layout(layout);
@@ -129,11 +182,12 @@ fn spec(form: Form, d: u64, theta: f64) -> Result<RopeSpec> {
         });
         s
     };
-    if form != Form::Thirds && d % 4 != 0 {
+    let two_axes = !matches!(rule.form, Form::Thirds | Form::Line(_) | Form::Clvp);
+    if two_axes && d % 4 != 0 {
         let need = "a head width divisible by 4 (two axes of d / 4 frequencies)";
         return Err(Keys::bad("head_dim", need, Some(&d.into())));
     }
-    let spec = match form {
+    let spec = match rule.form {
         Form::Halves => base.axes_rope([0, d / 4, d / 4]),
         Form::Dealt => base.axes_dealt([0, d / 4, d / 4]),
         Form::WidthFirstAlternating => ordered(MRopeOrder::WhThenT, PairLayout::HalfSplit),
@@ -147,6 +201,12 @@ fn spec(form: Form, d: u64, theta: f64) -> Result<RopeSpec> {
             }
             base.axes_rope([f, f, f]).rotary_dim(6 * f)
         }
+        Form::Line(layout) => base
+            .pair_layout(layout)
+            .rotary_dim(line_width(keys, rule, d, partial)?),
+        Form::Clvp => base
+            .base(10_000.0)
+            .rotary_dim(line_width(keys, rule, d, partial)?),
     };
     spec.validate(d)?;
     Ok(spec)
@@ -187,36 +247,45 @@ impl RotaryModule {
                 reason: format!("its encoder rotates with {module}: {reason}"),
             }));
         }
-        // Pixtral's tower also serves other models (Mistral 3, LightOnOCR, LLaVA).
+        let all = || RULES.iter().chain(LINE_RULES);
+        // Every module of the model type (a tower and an audio encoder, Mimi's encoder and
+        // decoder), in the order the model builds them.
+        let mut rows: Vec<Rule> = all()
+            .filter(|r| r.model_type == model_type)
+            .copied()
+            .collect();
+        // Pixtral's tower also serves other models (LLaVA's), by its own model type.
         let pixtral = config.pointer("/vision_config/model_type") == Some(&"pixtral".into());
-        let found = RULES.iter().find(|r| r.model_type == model_type);
-        let pixtral = found.is_none() && pixtral;
-        let found = found.copied().or_else(|| {
-            let rule = RULES.iter().find(|r| r.model_type == "pixtral")?;
-            pixtral.then_some(Rule {
+        if let Some(rule) = RULES.iter().find(|r| r.model_type == "pixtral")
+            && rows.is_empty()
+            && pixtral
+        {
+            rows.push(Rule {
                 sub: VISION,
                 ..*rule
-            })
-        });
-        let Some(rule) = found.as_ref() else {
+            });
+        }
+        if rows.is_empty() {
+            let mut families: Vec<&str> = all().map(|r| r.model_type).collect();
+            families.dedup();
             return Err(Error::Frequency(FrequencyError::UnsupportedModelType {
                 model_type: model_type.to_string(),
-                families: RULES
-                    .iter()
-                    .map(|r| r.model_type)
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                families: families.join(", "),
             }));
-        };
-        let empty = serde_json::Map::new();
-        let keys = Keys(sub_config(config, rule.sub)?.unwrap_or(&empty));
-        let d = head_dim(&keys, rule)?;
-        let spec = spec(rule.form, d, theta(&keys, rule.defaults.3)?)?;
-        Ok(vec![RotaryModule {
-            path: rule.path,
-            module: rule.module,
-            spec,
-            head_dim: d,
-        }])
+        }
+        rows.iter().map(|rule| read_row(config, rule)).collect()
     }
+}
+
+/// One module of a model type, from the config its rule names.
+fn read_row(config: &Value, rule: &Rule) -> Result<RotaryModule> {
+    let empty = serde_json::Map::new();
+    let keys = Keys(sub_config(config, rule.sub)?.unwrap_or(&empty));
+    let d = head_dim(&keys, rule)?;
+    Ok(RotaryModule {
+        path: rule.path,
+        module: rule.module,
+        spec: spec(&keys, rule, d)?,
+        head_dim: d,
+    })
 }

@@ -16,81 +16,20 @@ const LOFTR: &str = "2-D RoPE over the whole hidden size of the coarse feature m
     checked yet";
 const TIME: &str = "a rotary time embedding applied to the encoder's output hidden states, not \
     to queries and keys";
-const ONE_D: &str = "1-D RoPE over frame, residue or patch indices, not read from the \
-    encoder's config yet";
+const HEADS: &str = "turns each head by its index (position_ids = arange(heads)), not each \
+    token by its position";
 
 /// Families whose encoder rotates in a way the crate does not read: model type, module,
 /// reason.
-pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 47] = [
-    ("EvollaModel", "EvollaSaProtRotaryEmbedding", ONE_D),
+pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 19] = [
     ("chmv2", "DINOv3ViTRopePositionEmbedding", DINO),
-    ("clvp", "ClvpRotaryPositionalEmbedding", ONE_D),
-    ("csm", "MimiRotaryEmbedding", ONE_D),
     ("dinov3_vit", "DINOv3ViTRopePositionEmbedding", DINO),
     ("edgetam_video", "EdgeTamVideoVisionRotaryEmbedding", SAM),
     ("efficientloftr", "EfficientLoFTRRotaryEmbedding", LOFTR),
-    ("esmc", "EsmcRotaryEmbedding", ONE_D),
-    ("evolla", "EvollaSaProtRotaryEmbedding", ONE_D),
     ("gemma4_vision", "Gemma4VisionRotaryEmbedding", BLOCKS),
-    ("glmasr", "GlmAsrRotaryEmbedding", ONE_D),
-    ("glmasr_encoder", "GlmAsrRotaryEmbedding", ONE_D),
-    ("lasr_ctc", "LasrEncoderRotaryEmbedding", ONE_D),
-    ("lasr_encoder", "LasrEncoderRotaryEmbedding", ONE_D),
     ("llama4", "Llama4VisionRotaryEmbedding", LLAMA4),
-    ("mimi", "MimiRotaryEmbedding", ONE_D),
-    ("mimi_decoder", "MimiRotaryEmbedding", ONE_D),
-    ("mimi_encoder", "MimiRotaryEmbedding", ONE_D),
-    ("moonshine", "MoonshineRotaryEmbedding", ONE_D),
     ("musicflamingo", "MusicFlamingoRotaryEmbedding", TIME),
-    (
-        "nemo_speechlm",
-        "Nemotron3DiarizationRotaryEmbedding",
-        ONE_D,
-    ),
-    (
-        "nemotron3_5_transcribe_asr_audio",
-        "Nemotron3_5TranscribeRotaryEmbedding",
-        ONE_D,
-    ),
-    (
-        "nemotron3_5_transcribe_audio",
-        "Nemotron3DiarizationRotaryEmbedding",
-        ONE_D,
-    ),
-    (
-        "nemotron3_5_transcribe_word_timestamp",
-        "Nemotron3_5TranscribeRotaryEmbedding",
-        ONE_D,
-    ),
-    (
-        "nemotron3_diarization",
-        "Nemotron3DiarizationRotaryEmbedding",
-        ONE_D,
-    ),
-    (
-        "nemotron3_diarization_audio",
-        "Nemotron3DiarizationRotaryEmbedding",
-        ONE_D,
-    ),
-    ("neucodec", "NeuCodecRotaryEmbedding", ONE_D),
-    ("pe_audio", "PeAudioEncoderRotaryEmbedding", ONE_D),
-    ("pe_audio_encoder", "PeAudioEncoderRotaryEmbedding", ONE_D),
-    ("pi0", "GemmaRotaryEmbedding", ONE_D),
-    (
-        "pocket_tts_audio_tokenizer",
-        "PocketTTSAudioTokenizerRotaryEmbedding",
-        ONE_D,
-    ),
-    (
-        "pocket_tts_audio_tokenizer_decoder",
-        "PocketTTSAudioTokenizerRotaryEmbedding",
-        ONE_D,
-    ),
-    (
-        "pocket_tts_audio_tokenizer_encoder",
-        "PocketTTSAudioTokenizerRotaryEmbedding",
-        ONE_D,
-    ),
+    ("neucodec", "NeuCodecRotaryEmbedding", HEADS),
     ("sam2_video", "Sam2VideoVisionRotaryEmbedding", SAM),
     ("sam3", "Sam3ViTRotaryEmbedding", SAM),
     ("sam3_lite_text", "Sam3ViTRotaryEmbedding", SAM),
@@ -100,13 +39,6 @@ pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 47] = [
     ("sam3_vision_model", "Sam3ViTRotaryEmbedding", SAM),
     ("sam3_vit_model", "Sam3ViTRotaryEmbedding", SAM),
     ("sapiens2", "Sapiens2RopePositionEmbedding", DINO),
-    ("timesfm2_5", "TimesFm2_5RotaryEmbedding", ONE_D),
     ("vjepa2", "VJEPA2RopeAttention", VJEPA),
-    ("voxtral_realtime", "VoxtralRealtimeRotaryEmbedding", ONE_D),
-    (
-        "voxtral_realtime_encoder",
-        "VoxtralRealtimeRotaryEmbedding",
-        ONE_D,
-    ),
-    ("xcodec2", "Xcodec2RotaryEmbedding", ONE_D),
+    ("xcodec2", "Xcodec2RotaryEmbedding", HEADS),
 ];

@@ -31,6 +31,8 @@ const fn r(
         form,
         width_key,
         defaults,
+        heads_key: None,
+        partial: 1.0,
     }
 }
 

@@ -33,58 +33,12 @@ fn vision_towers_read_from_their_configs() {
         let got = RotaryModule::from_hf_vision_config(&family["config"]);
         match got {
             Ok(read_modules) => {
-                read += 1;
-                assert_eq!(read_modules.len(), 1, "{mt}");
-                let rope = &read_modules[0];
-                let case = cases
-                    .iter()
-                    .find(|c| c["model_type"] == mt)
-                    .unwrap_or_else(|| panic!("{mt}: read, but no golden case"));
-                assert_eq!(case["module"].as_str(), Some(rope.module), "{mt}");
-                // Numbers recorded once for the towers that compute the same ones.
-                let case = match case["same_as"].as_str() {
-                    Some(other) => cases
-                        .iter()
-                        .find(|c| c["model_type"] == other && c.get("same_as").is_none())
-                        .unwrap_or_else(|| panic!("{mt}: same as {other}, not recorded")),
-                    None => case,
-                };
-                let paths: Vec<&str> = family["modules"]
-                    .as_array()
-                    .expect("modules")
-                    .iter()
-                    .filter_map(|m| m["path"].as_str())
-                    .collect();
-                assert!(
-                    paths.contains(&rope.path),
-                    "{mt}: {} not in {paths:?}",
-                    rope.path
-                );
-                check_case(mt, rope, case);
-                // A family whose other encoder (audio) rotates too is read only in part.
-                let others: Vec<&str> = family["modules"]
-                    .as_array()
-                    .expect("modules")
-                    .iter()
-                    .filter_map(|m| m["class"].as_str())
-                    .filter(|&c| c != rope.module)
-                    .collect();
-                let status = if others.is_empty() {
-                    "read"
-                } else {
-                    read -= 1;
-                    partly += 1;
-                    "vision read"
-                };
-                let reason = match others.is_empty() {
-                    true => String::new(),
-                    false => format!("not read: {}", others.join(", ")),
-                };
-                rows.push(format!(
-                    "| `{mt}` | {} | {status} | {} | {reason} |",
-                    modules.join(", "),
-                    describe(rope)
-                ));
+                let (row, whole) = check_family(mt, family, &read_modules, cases);
+                match whole {
+                    true => read += 1,
+                    false => partly += 1,
+                }
+                rows.push(row);
             }
             Err(Error::Frequency(FrequencyError::FamilyNotRead { reason, .. })) => {
                 refused += 1;
@@ -109,6 +63,75 @@ fn vision_towers_read_from_their_configs() {
     check_matrix(&rows, [read, partly, refused]);
 }
 
+/// A read family: each module read is one the family builds and rotates as its golden case
+/// does; its matrix row, and whether every module of the family was read.
+fn check_family(
+    mt: &str,
+    family: &Value,
+    read: &[RotaryModule],
+    cases: &[Value],
+) -> (String, bool) {
+    let listed: Vec<(&str, &str)> = family["modules"]
+        .as_array()
+        .expect("modules")
+        .iter()
+        .map(|m| {
+            (
+                m["path"].as_str().unwrap_or(""),
+                m["class"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert!(!read.is_empty(), "{mt}: read as no module");
+    for rope in read {
+        assert!(
+            listed.contains(&(rope.path, rope.module)),
+            "{mt}: {} {} not in {listed:?}",
+            rope.path,
+            rope.module
+        );
+        check_case(mt, rope, find_case(cases, mt, rope.path));
+    }
+    // A family whose other encoder rotates otherwise is read only in part.
+    let others: Vec<&str> = listed
+        .iter()
+        .filter(|(p, _)| !read.iter().any(|r| r.path == *p))
+        .map(|&(_, c)| c)
+        .collect();
+    let modules: Vec<String> = listed.iter().map(|(_, c)| format!("`{c}`")).collect();
+    let what: Vec<String> = read.iter().map(describe).collect();
+    let (status, reason) = match others.is_empty() {
+        true => ("read", String::new()),
+        false => ("read in part", format!("not read: {}", others.join(", "))),
+    };
+    let row = format!(
+        "| `{mt}` | {} | {status} | {} | {reason} |",
+        modules.join(", "),
+        what.join("; ")
+    );
+    (row, others.is_empty())
+}
+
+/// The golden case of module `path` of `mt`, its numbers where they were recorded once for
+/// modules that compute the same ones (`same_as`, `same_as_path`).
+fn find_case<'a>(cases: &'a [Value], mt: &str, path: &str) -> &'a Value {
+    let case = cases
+        .iter()
+        .find(|c| c["model_type"] == mt && c["path"] == path)
+        .unwrap_or_else(|| panic!("{mt}: {path} read, but no golden case"));
+    match case["same_as"].as_str() {
+        Some(other) => cases
+            .iter()
+            .find(|c| {
+                c["model_type"] == other
+                    && c["path"] == case["same_as_path"]
+                    && c.get("same_as").is_none()
+            })
+            .unwrap_or_else(|| panic!("{mt}: same as {other}, not recorded")),
+        None => case,
+    }
+}
+
 /// The module's rotation of the recorded tokens (its cos and sin applied by the attention's
 /// own function, in f32) against the f64 reference, within what f32 angles of those positions
 /// allow; the GPU against the reference.
@@ -126,18 +149,25 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
         .map(list)
         .collect();
     let n = rows[0].len();
-    let mut axes = vec![0u32; 3 * n];
+    // 1-D modules: one f32 position a token (TimesFM's may be negative); else `[t, h, w]`.
+    let one_d = names == ["p"];
+    let mut axes = vec![0u32; if one_d { n } else { 3 * n }];
     for (name, row) in names.iter().zip(&rows) {
         let plane = match *name {
-            "t" => 0,
+            "t" | "p" => 0,
             "h" => 1,
             "w" => 2,
             other => panic!("{mt}: position row {other}"),
         };
         for (k, &p) in row.iter().enumerate() {
-            axes[plane * n + k] = p as u32;
+            axes[plane * n + k] = if one_d {
+                (p as f32).to_bits()
+            } else {
+                p as u32
+            };
         }
     }
+    let far = rows.iter().flatten().fold(1.0f64, |m, &p| m.max(p.abs()));
     let (heads, d) = (u(&case["heads"]), u(&case["head_dim"]));
     assert_eq!(d, rope.head_dim, "{mt}: head_dim");
     let flat = |v: &Value| -> Vec<f64> {
@@ -164,9 +194,12 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
         &rope.spec,
         &Layout::bshd(shape),
         &mut want,
-        Positions::Axes(&axes[..]),
+        if one_d {
+            Positions::Float(&axes[..])
+        } else {
+            Positions::Axes(&axes[..])
+        },
     );
-    let far = axes.iter().fold(1u32, |m, &p| m.max(p)) as f64;
     let big = q.iter().fold(1.0f64, |m, &v| m.max(v.abs()));
     // f32 frequencies times f32 positions, f32 cos and sin and products: a few units in the
     // last place of the angle, times the values.
@@ -177,7 +210,10 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
         "{mt}: {e_module:e} from transformers (allowed {allowed:e})"
     );
     let q32: Vec<f32> = q.iter().map(|&v| v as f32).collect();
-    let got = rotate_with(&rope.spec, shape, &q32, &axes, |v| Positions::Axes(v));
+    let got = rotate_with(&rope.spec, shape, &q32, &axes, |v| match one_d {
+        true => Positions::Float(v),
+        false => Positions::Axes(v),
+    });
     let got: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
     let e_gpu = max_diff(&got, &want);
     assert!(
@@ -202,8 +238,13 @@ fn max_diff(a: &[f64], b: &[f64]) -> f64 {
 /// What a read tower rotates: axes (pairs each) and their order, frequencies, base, pair
 /// layout, rotated lanes.
 fn describe(r: &RotaryModule) -> String {
-    let m = r.spec.mrope.expect("axes");
     let rotated = r.spec.rotary_dim.unwrap_or(r.head_dim);
+    let Some(m) = r.spec.mrope else {
+        return format!(
+            "1-D, head {}, {rotated} lanes rotated, base {}, {:?} pairs",
+            r.head_dim, r.spec.base, r.spec.pair_layout
+        );
+    };
     format!(
         "head {}, {rotated} lanes rotated; t/h/w pairs {:?}, {:?} order, {:?} frequencies, base \
          {}, {:?} pairs",
@@ -220,13 +261,13 @@ fn check_matrix(rows: &[String], [read, partly, refused]: [usize; 3]) {
          `tests/rope_axes/vision.rs` (`POSENC_WRITE_MATRIX=1 cargo test --features hf-config \
          --test rope_axes vision`) from `tests/data/hf/vision_rope.json` (`vision_rope.py`: \
          every transformers 5.24 model type built on the meta device, the rotary modules of its \
-         encoders listed, the axial ones run on the CPU and applied by the attention's own \
+         encoders listed, the axial and 1-D ones run on the CPU and applied by the attention's own \
          function) and `RotaryModule::from_hf_vision_config`; do not edit. `read`: the \
          encoder's rotation read from the model's `config.json` and matching transformers at \
-         the recorded tokens; `vision read`: the vision tower read, another encoder's module \
-         not; `refused`: a typed error that names the module and says why.\n\n\
-         **{read} of {total} read ({:.0} %), {partly} read in part (the vision tower, not \
-         the audio encoder), {refused} refused.**\n\n\
+         the recorded tokens; `read in part`: one encoder's module read, another's not; \
+         `refused`: a typed error that names the module and says why.\n\n\
+         **{read} of {total} read ({:.0} %), {partly} read in part (a module of another \
+         encoder not read), {refused} refused.**\n\n\
          | model type | modules | status | what the crate rotates | reason |\n|---|---|---|---|---|\n{}\n",
         100.0 * read as f64 / total.max(1) as f64,
         rows.join("\n")
@@ -300,6 +341,22 @@ fn vision_configs_with_bad_keys_are_typed_errors() {
             Error::Frequency(FrequencyError::UnsupportedModelType { .. })
         ),
         "{e}"
+    );
+    // A 1-D encoder: its rope type must be the default one, its rotated width even.
+    let asr = |audio: Value| json!({"model_type": "glmasr", "audio_config": audio});
+    let read = RotaryModule::from_hf_vision_config(&asr(json!({}))).expect("GLM-ASR");
+    assert_eq!((read[0].head_dim, read[0].spec.rotary_dim), (64, Some(32)));
+    bad_key(
+        asr(json!({"rope_parameters": {"rope_type": "axial"}})),
+        "rope_parameters.rope_type",
+    );
+    bad_key(
+        asr(json!({"rope_parameters": {"partial_rotary_factor": 0.3}})),
+        "partial_rotary_factor",
+    );
+    bad_key(
+        asr(json!({"partial_rotary_factor": 0})),
+        "partial_rotary_factor",
     );
     let llava =
         json!({"model_type": "llava", "vision_config": {"model_type": "pixtral", "head_dim": 64}});

@@ -1,6 +1,7 @@
 """Writes vision_rope.json: which transformers families have a rotary position module outside the
 text decoder (vision, video, audio and other non-text encoders), and golden rotations for the
-"axial" vision ones, all computed by transformers' own modeling code.
+"axial" vision ones and the 1-D audio / codec / protein / time-series / action ones, all computed
+by transformers' own modeling code.
 
 Part 1, the survey. Every model_type of `CONFIG_MAPPING` is built from its default config on the
 meta device (base class from `MODEL_MAPPING`, else the first auto mapping holding the config) and
@@ -12,7 +13,9 @@ classes shared with a text model, its path matches. JSON keys:
                 (path, class, config_key, rope_type of that sub-config, apply = the function the
                 consuming attention calls), form {class: one sentence on what it computes},
                 modalities, notes (why a doubtful module was kept), case (model_type of the case
-                holding its numbers, or null), config (CONFIG_MAPPING[mt]().to_dict(), JSON-safe).
+                holding its numbers, or null; a list, one per module, when those differ),
+                config (CONFIG_MAPPING[mt]().to_dict(), JSON-safe). A sub-model built from a config
+                that a property derives (Mimi's encoder_config) gets that property's key.
   unbuildable[] model_type, stage (config | model_class | model), error (first line); a model
                 that fails as a whole also names the KEEP classes its modeling file defines.
   excluded[]    rotary-named classes left out on purpose, with the reason.
@@ -27,11 +30,27 @@ position ids for a 48 x 64 patch grid (grid_thw = (1, 48, 64); MiniMax-M3-VL: tw
 the family's own apply function is called exactly as its vision attention calls it, on a random
 q with k = q. Recorded: the sampled tokens' position rows ([row][token], row names in the
 module's own order), q and out ([token][head][lane]), cos and sin ([token][lane]), inv_freq,
-rope_theta, head_dim, heads (min(config heads, 2)). A case whose numbers equal an earlier one's
-(same code, config values and positions) is written as {model_type, module, config_key, same_as}.
+rope_theta, head_dim, heads (min(config heads, MAX_HEADS)), path (the module's path in the model).
+A case whose numbers equal an earlier one's (same code, config values and positions) is written as
+{model_type, module, config_key, path, [form,] same_as, same_as_path}: the numbers are those of
+the case with model_type == same_as and path == same_as_path.
 The SAM 2 / SAM 3 / EdgeTAM modules have the same forward but read a precomputed buffer of
 (w, h) ids over a fixed grid (and SAM 3's global layers scale it to fractions); as asked, they get
 a `form` and no case.
+
+Part 2b, the 1-D cases: one per module of a family whose class is in `ONE_D` (audio encoders,
+codec transformers, protein encoders, TimesFM 2.5, PI0's action expert, the Qwen2.5-Omni token2wav
+DiT). The module is built on the CPU from the sub-config its model passes it (`config_key`; the
+Moonshine encoder after its layers' config.update), fed the positions the encoder's forward makes
+for N = min(3072, the encoder's maximum) tokens (usually arange(N); TimesFM's shift by the padded
+patches, PI0's offset after the VLM prefix, NeuCodec/Xcodec2's head index), and the family's apply
+function is called as the attention calls it on a random q [1, heads, N, head_dim] with k = q
+(CLVP: v = q too; Qwen2.5-Omni DiT: head 0 after deinterleave_head_dim). Recorded as for the axial
+cases, without cos/sin, plus rotary_dim, attention_scaling, form (one sentence: pairs, rotated
+lanes, theta, scaling, position source), position_axis ("token", or "head" for NeuCodec/Xcodec2:
+all heads and the first and last frame, position_rows [row][head]), position_row_names ["p"]. The
+script checks each against a float64 rotation of the form it states. MusicFlamingo's time
+embedding turns hidden states, not q/k: no case, its family form says so.
 
 Floats: inputs and outputs are float32; each is written as the shortest decimal that reads back
 to the same float32 (parse as f64, then cast to f32). q is drawn with torch.randn in float64 after
@@ -46,6 +65,7 @@ It needs transformers 5.24.0 and torch 2.x (the CPU is enough); README.md in thi
 the environment was made. Other transformers versions will find other families.
 """
 
+import copy
 import json
 import math
 import os
@@ -80,6 +100,9 @@ AUDIO_1D = ("1-D RoPE over the frame index (Llama style): cos/sin = cat(t*f, t*f
             "f_i = theta^(-2i/rotary_dim), applied half-split (rotate_half)")
 MUSE_POSITIONS = "; the vision model flips positions to (w, h) and adds 1"
 PARTIAL = "; partial: only the first rotary_dim lanes turn"
+HEAD_1D = ("1-D RoPE over the attention HEAD index, not the frame: position_ids = "
+           "arange(num_attention_heads), cos/sin = cat(h*f, h*f) unsqueezed at dim 2, so head h turns by "
+           "h*f at every frame, applied half-split (rotate_half); kept from the original implementation")
 PE_1D = ("1-D over the sequence: the first half of cos/sin (t*f) applied as 2x2 rotations on "
          "interleaved (2i, 2i+1) pairs (stack_freqs)")
 SAM_MEMORY = ("axial 2-D over the fixed memory_attention_rope_feat_sizes grid, precomputed "
@@ -199,22 +222,24 @@ KEEP = {
                                 note="transformer inside the audio codec (encoder and decoder sides)"),
     "PocketTTSAudioTokenizerRotaryEmbedding": info("apply_rotary_pos_emb", AUDIO_1D, "audio",
                                                    note="transformer inside the audio tokenizer (codec)"),
-    "NeuCodecRotaryEmbedding": info("apply_rotary_pos_emb", AUDIO_1D, "audio",
+    "NeuCodecRotaryEmbedding": info("apply_rotary_pos_emb", HEAD_1D, "audio",
                                     note="unsure: acoustic decoder of the codec, not an encoder"),
-    "Xcodec2RotaryEmbedding": info("apply_rotary_pos_emb", AUDIO_1D, "audio",
+    "Xcodec2RotaryEmbedding": info("apply_rotary_pos_emb", HEAD_1D, "audio",
                                    note="unsure: acoustic decoder of the codec, not an encoder"),
     "PeAudioEncoderRotaryEmbedding": info("apply_rotary_pos_emb", PE_1D, "audio"),
     "PeVideoEncoderRotaryEmbedding": info("apply_rotary_pos_emb", PE_1D, "video"),
     "PeAudioVideoEncoderRotaryEmbedding": info("apply_rotary_pos_emb", PE_1D, "audio"),
     "Qwen2_5OmniDiTRotaryEmbedding": info(
         "apply_rotary_pos_emb",
-        AUDIO_1D + "; applied only to head 0, after deinterleave_head_dim (the checkpoint is interleaved)",
+        AUDIO_1D + "; applied only to head 0, after deinterleave_head_dim (the checkpoint is interleaved), "
+        "and written back in that deinterleaved lane order",
         "audio", note="token2wav DiT over mel frames (speech synthesis), not an encoder"),
     "MusicFlamingoRotaryEmbedding": info(
         "apply_rotary_time_emb",
         "rotary time embedding on the audio encoder's output hidden states (not q/k): axial over "
         "(window index, time index), both scaled by -2*pi*timestamp seconds, interleaved pairs, "
-        "computed in float64",
+        "computed in float64; no case: it turns whole hidden states by audio timestamps after the "
+        "encoder, not a q/k in an attention, so it does not fit the 1-D cases",
         "audio"),
     # Other non-text sequences.
     "DeepseekOcr2VisionRotaryEmbedding": info(
@@ -317,7 +342,31 @@ def config_key(model, modules, path):
         for name, value in sorted(vars(cfg).items(), reverse=True):
             if isinstance(value, PreTrainedConfig):
                 stack.append((value, name if key is None else f"{key}.{name}"))
+    # Not held anywhere: a sub-model built from a config that a property derives afresh on each
+    # read (Mimi's and PocketTTS's encoder_config / decoder_config). Find an equal one that way.
+    stack = [(model.config, None, 0)]
+    while stack and target is not None:
+        cfg, key, depth = stack.pop()
+        if key is not None and type(cfg) is type(target) and cfg.to_dict() == target.to_dict():
+            return key, target
+        if depth < 4:
+            for name, value in sorted(sub_configs(cfg), key=lambda kv: kv[0], reverse=True):
+                stack.append((value, name if key is None else f"{key}.{name}", depth + 1))
     return None, target
+
+
+def sub_configs(cfg):
+    """(name, config) for the sub-configs a config holds or derives through a property."""
+    out = [(n, v) for n, v in vars(cfg).items() if isinstance(v, PreTrainedConfig)]
+    for name in dir(type(cfg)):
+        if isinstance(getattr(type(cfg), name, None), property) and name not in vars(cfg):
+            try:
+                value = getattr(cfg, name)
+            except Exception:  # noqa: BLE001 - a property that refuses on this config
+                continue
+            if isinstance(value, PreTrainedConfig) and value is not cfg:
+                out.append((name, value))
+    return out
 
 
 def rope_type_of(cfg):
@@ -610,7 +659,7 @@ def f32(x):
     return out.tolist()
 
 
-def make_case(model_type, key, module_cls):
+def make_case(model_type, key, module_cls, path):
     """Build the module on the CPU from the default sub-config and rotate q as the attention does."""
     name = module_cls.__name__
     case_spec = CASES[name]
@@ -634,7 +683,7 @@ def make_case(model_type, key, module_cls):
     rows = pos.reshape(n, -1).T[:, idx]
     return {
         "model_type": model_type, "module": name, "apply": KEEP[name]["apply"], "config_key": key,
-        "head_dim": head_dim, "heads": heads, "config_heads": sub.num_attention_heads,
+        "path": path, "head_dim": head_dim, "heads": heads, "config_heads": sub.num_attention_heads,
         "rotary_dim": cos.shape[-1], "q_layout": case_spec["layout"], "call": case_spec["call_text"],
         "rope_theta": float(sub.rope_parameters["rope_theta"]), "attention_scaling": module.attention_scaling,
         "position_source": source, "position_shape": list(pos.shape), "position_row_names": row_names,
@@ -644,34 +693,286 @@ def make_case(model_type, key, module_cls):
     }
 
 
-SAME_AS_IGNORES = ("model_type", "module", "config_key", "position_source")
+# ---------------------------------------------------------------------------------------------
+# Part 2b: golden rotations for the 1-D modules (audio, codec, protein, time-series, action).
+# ---------------------------------------------------------------------------------------------
+
+N_1D = 3072  # tokens of a 1-D case (as many as the vision grid), or the encoder's maximum if less
+
+
+def max_positions(sub, top):
+    return getattr(sub, "max_position_embeddings", None), "max_position_embeddings"
+
+
+def n_clvp(sub, top):
+    # The speech encoder reads the speech tokens the decoder generates (at most its 608 positions).
+    return top.decoder_config.max_position_embeddings, "decoder_config.max_position_embeddings (speech tokens)"
+
+
+def n_timesfm(sub, top):
+    return sub.context_length // sub.patch_length, "context_length // patch_length patches"
+
+
+def n_pi0(sub, top):
+    return 1 + top.chunk_size, "1 state token + chunk_size action tokens"
+
+
+def pos_arange(n, sub):
+    return torch.arange(n)[None], "torch.arange(N)[None] (the encoder's own frame / token index)"
+
+
+def pos_arange_cache(n, sub):
+    return torch.arange(n)[None], "torch.arange(N)[None] + past_seen_tokens (0: no cache)"
+
+
+def pos_chunked(n, sub):
+    return torch.arange(n)[None], ("torch.arange(N)[None] (the audio model's default; the streaming "
+                                   "diarizer passes arange(chunk window) again for every chunk)")
+
+
+TIMESFM_MASKED = 137  # a 12000-step series front-padded to context_length 16384: 4384 steps = 137 patches
+
+
+def pos_timesfm(n, sub):
+    # TimesFm2_5Model.forward: arange(patches) - num_masked, num_masked = front-padded patches.
+    return torch.arange(n)[None] - TIMESFM_MASKED, (
+        f"torch.arange(N)[None] - num_masked, num_masked = {TIMESFM_MASKED} (a 12000-step series "
+        f"front-padded to context_length {sub.context_length}: {TIMESFM_MASKED} padded patches of "
+        f"{sub.patch_length}, whose positions are negative)")
+
+
+PI0_PREFIX = 272  # one 256-token camera image and a 16-token prompt (bos, text, newline), all valid
+
+
+def pos_pi0(n, sub):
+    # PI0Model.forward: (cumsum(cat(prefix mask, ones)) - 1)[:, -N:], i.e. the action block follows
+    # the valid VLM prefix.
+    return PI0_PREFIX + torch.arange(n)[None], (
+        f"(cumsum(cat(attention_mask, ones(N))) - 1)[:, -N:] = {PI0_PREFIX} + torch.arange(N)[None]: the "
+        f"action expert's tokens follow a valid VLM prefix of {PI0_PREFIX} tokens (one 256-token camera "
+        "image and a 16-token prompt)")
+
+
+def pos_heads(n, sub):
+    # NeuCodec/Xcodec2 decoders: arange(num_attention_heads), broadcast over the frames.
+    return torch.arange(sub.num_attention_heads)[None], (
+        "torch.arange(num_attention_heads)[None]: one position per head (not per frame), broadcast over "
+        "every frame by unsqueeze_dim=2")
+
+
+def call_std(fn, module, q, x, pos):
+    cos, sin = module(x, pos)
+    return fn(q, q.clone(), cos, sin)[0]
+
+
+def call_heads(fn, module, q, x, pos):
+    cos, sin = module(x, pos)
+    return fn(q, q.clone(), cos, sin, unsqueeze_dim=2)[0]
+
+
+def call_clvp(fn, module, q, x, pos):
+    # ClvpSelfAttention: the module returns angles (1, N, dim); the attention takes cos/sin, splits
+    # off the first dim lanes of q, k and v, rotates them with position_ids and concatenates.
+    angles = module(x)
+    dim = angles.shape[-1]
+    cos, sin = angles.cos().squeeze(0), angles.sin().squeeze(0)
+    q_rot, q_pass = q[..., :dim], q[..., dim:]
+    k_rot, v_rot = q_rot.clone(), q_rot.clone()
+    q_rot, _, _ = fn(q_rot, k_rot, v_rot, cos, sin, pos)
+    return torch.cat((q_rot, q_pass), dim=-1)
+
+
+def call_qwen_dit(fn, module, q, x, pos):
+    # DiTAttention: head 0 only, deinterleaved first, written back in that order.
+    deinterleave = sys.modules[type(module).__module__].deinterleave_head_dim
+    cos, sin = module(x, pos)
+    query, key = q.clone(), q.clone()
+    query[:, :1], key[:, :1] = fn(deinterleave(query[:, :1]), deinterleave(key[:, :1]), cos, sin)
+    return query
+
+
+def prepare_moonshine(sub):
+    # MoonshineEncoder builds its rotary after its layers, whose attention has just run
+    # config.update(num_attention_heads=encoder heads, num_key_value_heads=encoder kv heads).
+    sub = copy.deepcopy(sub)
+    sub.update({"num_attention_heads": sub.encoder_num_attention_heads,
+                "num_key_value_heads": sub.encoder_num_key_value_heads})
+    return sub
+
+
+def one_d(pairing, form, n=max_positions, positions=pos_arange, call=call_std,
+          call_text="apply_rotary_pos_emb(q, k, cos, sin)", prepare=None, axis="token", theta=None):
+    return {"pairing": pairing, "form": form, "n": n, "positions": positions, "call": call,
+            "call_text": call_text, "prepare": prepare, "axis": axis, "theta": theta}
+
+
+HALF = "rotate_half pairs lane i with lane i + rotary_dim/2"
+PAIRING = {"half": "half-split", "interleaved": "interleaved (2i, 2i+1)",
+           "deinterleaved": "interleaved (2i, 2i+1) read, half-split written"}
+ONE_D = {
+    **{name: one_d("half", HALF) for name in [
+        "GlmAsrRotaryEmbedding", "LasrEncoderRotaryEmbedding", "Nemotron3_5TranscribeRotaryEmbedding",
+        "Dots3NoteAudioRotaryEmbedding", "EsmcRotaryEmbedding"]},
+    **{name: one_d("half", HALF, positions=pos_arange_cache)
+       for name in ["MimiRotaryEmbedding", "PocketTTSAudioTokenizerRotaryEmbedding"]},
+    "Nemotron3DiarizationRotaryEmbedding": one_d("half", HALF, positions=pos_chunked),
+    "VoxtralRealtimeRotaryEmbedding": one_d("half", HALF, positions=pos_arange_cache),
+    "EvollaSaProtRotaryEmbedding": one_d(
+        "half", HALF + "; the apply function rotates in float32 and casts back to q's dtype"),
+    "TimesFm2_5RotaryEmbedding": one_d("half", HALF, n=n_timesfm, positions=pos_timesfm),
+    "GemmaRotaryEmbedding": one_d("half", HALF, n=n_pi0, positions=pos_pi0),
+    "MoonshineRotaryEmbedding": one_d(
+        "interleaved",
+        "the apply function keeps the first half of cos/sin, repeat_interleaves it by 2 and "
+        "rotates even/odd lanes (Moonshine's rotate_half)",
+        prepare=prepare_moonshine),
+    "PeAudioEncoderRotaryEmbedding": one_d(
+        "interleaved",
+        "the pairs turn as 2x2 matrices [[cos, -sin], [sin, cos]] built by stack_freqs from the "
+        "first half of cos/sin; the class token is position 0"),
+    "ClvpRotaryPositionalEmbedding": one_d(
+        "half",
+        HALF + "; the module returns the angles cat(t*f, t*f) (no cos/sin, no attention_scaling), "
+        "dim = max(projection_dim // (2*heads), 32), theta fixed at 10000; the attention rotates the "
+        "first dim lanes of q, k and v alike (q recorded)",
+        n=n_clvp, call=call_clvp, theta=10000.0,
+        call_text="apply_rotary_pos_emb(q[..., :dim], k[..., :dim], v[..., :dim], angles.cos().squeeze(0), "
+                  "angles.sin().squeeze(0), position_ids), then cat with q[..., dim:]"),
+    "Qwen2_5OmniDiTRotaryEmbedding": one_d(
+        "deinterleaved",
+        "only head 0 turns (heads 1.. pass through); its lanes are read as interleaved pairs "
+        "(2i, 2i+1) by deinterleave_head_dim, turned half-split and written back in the "
+        "deinterleaved order: out[i] = q[2i] cos - q[2i+1] sin, out[i + hd/2] = q[2i+1] cos + q[2i] sin "
+        "(q and k alike, so q.k equals the interleaved rotation's)",
+        call=call_qwen_dit,
+        call_text="query[:, :1], key[:, :1] = apply_rotary_pos_emb(deinterleave_head_dim(query[:, :1]), "
+                  "deinterleave_head_dim(key[:, :1]), cos, sin)"),
+    **{name: one_d(
+        "half",
+        HALF + "; the position is the head index, not the frame: head h turns by h*f at every frame "
+        "(position_ids = arange(num_attention_heads), cos/sin unsqueezed at dim 2); all heads and two "
+        "frames (the first and last) recorded, position_rows is [row][head]",
+        positions=pos_heads, call=call_heads, axis="head",
+        call_text="apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=2)")
+       for name in ["NeuCodecRotaryEmbedding", "Xcodec2RotaryEmbedding"]},
+}
+# No case: MusicFlamingoRotaryEmbedding turns the audio encoder's output hidden states by timestamp
+# (apply_rotary_time_emb, axial over window and time), not a q/k in an attention; its form says so.
+
+
+def rotate_reference(q, pos, inv_freq, rotary_dim, pairing, scaling, per_head=False):
+    """float64 rotation of q [N, H, D] by angles pos [N] (or [H], per head) x inv_freq, to check the call."""
+    q = q.double()
+    angles = pos.double()[..., None] * inv_freq.double()  # [N, half] or [H, half]
+    cos, sin = angles.cos() * scaling, angles.sin() * scaling
+    cos, sin = (cos[None], sin[None]) if per_head else (cos[:, None], sin[:, None])
+    half, out = rotary_dim // 2, q.clone()
+    if pairing == "half":
+        a, b = q[..., :half], q[..., half:rotary_dim]
+        out[..., :half], out[..., half:rotary_dim] = a * cos - b * sin, b * cos + a * sin
+    elif pairing == "interleaved":
+        a, b = q[..., 0:rotary_dim:2], q[..., 1:rotary_dim:2]
+        out[..., 0:rotary_dim:2], out[..., 1:rotary_dim:2] = a * cos - b * sin, b * cos + a * sin
+    else:  # deinterleaved: pairs read interleaved, written half-split
+        a, b = q[..., 0:rotary_dim:2], q[..., 1:rotary_dim:2]
+        out[..., :half], out[..., half:rotary_dim] = a * cos - b * sin, b * cos + a * sin
+    return out
+
+
+def make_1d_case(model_type, key, module_cls, path):
+    """Build the 1-D module on the CPU from the sub-config its model passes and rotate q as the attention does."""
+    name = module_cls.__name__
+    spec_ = ONE_D[name]
+    top = CONFIG_MAPPING[model_type]()
+    sub = sub_config_of(model_type, key)
+    if spec_["prepare"]:
+        sub = spec_["prepare"](sub)
+    apply_fn = getattr(sys.modules[module_cls.__module__], KEEP[name]["apply"])
+    torch.manual_seed(0)
+    module = module_cls(sub)
+    limit, limit_name = spec_["n"](sub, top)
+    n = min(N_1D, limit) if limit else N_1D
+    pos, source = spec_["positions"](n, sub)
+    config_heads = sub.num_attention_heads
+    head_dim = getattr(sub, "head_dim", None) or sub.hidden_size // config_heads
+    heads = config_heads if spec_["axis"] == "head" else min(config_heads, MAX_HEADS)
+    q = torch.round(torch.randn(n, heads, head_dim, dtype=torch.float64), decimals=2).to(torch.float32)
+    # The modules read x's device and dtype (CLVP its length); the encoders run in float32 here.
+    x = torch.zeros(1, n, sub.hidden_size, dtype=torch.float32)
+    out = from_layout(spec_["call"](apply_fn, module, to_layout(q, "1,H,N,D"), x, pos), "1,H,N,D")
+    assert out.dtype == torch.float32 and out.shape == q.shape, (name, out.dtype, out.shape)
+    inv_freq = module.inv_freq
+    rotary_dim = 2 * inv_freq.numel()
+    scaling = float(getattr(module, "attention_scaling", 1.0))
+    if spec_["axis"] == "head":
+        idx, rows = [0, n - 1], pos.reshape(-1)[:heads]
+        ref = rotate_reference(q, rows, inv_freq, rotary_dim, spec_["pairing"], scaling, per_head=True)
+    else:
+        idx = sample_indices(n)
+        ref = rotate_reference(q, pos.reshape(-1), inv_freq, rotary_dim, spec_["pairing"], scaling)
+        rows = pos.reshape(-1)[idx]
+    if name == "Qwen2_5OmniDiTRotaryEmbedding":  # only head 0 turns
+        ref[:, 1:] = q[:, 1:].double()
+    err = (out.double() - ref).abs().max().item()
+    assert err < 2e-3 * q.abs().max().item(), (name, err)  # f32 angles up to ~3000 rad
+    assert torch.equal(out[..., rotary_dim:], q[..., rotary_dim:]) or spec_["pairing"] == "deinterleaved", name
+    params = getattr(sub, "rope_parameters", None)
+    theta = spec_["theta"] or (params["rope_theta"] if isinstance(params, dict) and "rope_theta" in params
+                               else sub.rope_theta)
+    lanes = f"all {head_dim} lanes" if rotary_dim == head_dim else f"the first {rotary_dim} of {head_dim} lanes"
+    bound = f"min({N_1D}, {limit_name} = {limit})" if limit else f"{N_1D} (no maximum in the config)"
+    form = (f"1-D, {PAIRING[spec_['pairing']]} pairs over {lanes}; theta {float(theta):g}; attention_scaling "
+            f"{scaling:g}; positions: {source}; N = {n} = {bound}")
+    form += f". {spec_['form'][0].upper()}{spec_['form'][1:]}"
+    return {
+        "model_type": model_type, "module": name, "apply": KEEP[name]["apply"], "config_key": key,
+        "path": path, "head_dim": head_dim, "heads": heads, "config_heads": config_heads,
+        "rotary_dim": rotary_dim, "q_layout": "1,H,N,D", "call": spec_["call_text"],
+        "rope_theta": float(theta), "attention_scaling": scaling, "form": form,
+        "position_source": source, "position_shape": list(pos.shape), "position_axis": spec_["axis"],
+        "position_row_names": ["p"], "num_tokens": n, "token_index": idx, "position_rows": [rows.tolist()],
+        "inv_freq": f32(inv_freq), "q": f32(q[idx]), "out": f32(out[idx]),
+    }
+
+
+SAME_AS_IGNORES = ("model_type", "module", "config_key", "path", "position_source", "form")
 
 
 def build_cases(families):
-    """One case per family with an axial module; repeats of an earlier case become `same_as`."""
+    """A case per module with a golden (axial CASES, 1-D ONE_D); repeats of an earlier case become `same_as`."""
     cases, signatures = [], {}
-    # Families named after the module's own modeling file go first, so that they hold the data
-    # and the reusers (colqwen2, cosmos3_omni, sub-model types, ...) point to them.
+    # Families named after the module's own modeling file go first, then those holding one module
+    # (a stand-alone encoder before the models that embed it), so that they hold the data and the
+    # reusers (colqwen2, cosmos3_omni, sub-model types, nemo_speechlm, ...) point to them.
     def own_file_first(family):
         files = {cls.__module__.split(".")[-2] for cls in family["_classes"].values()}
-        return (family["model_type"] not in files, family["model_type"])
+        return (family["model_type"] not in files, len(family["modules"]) > 1, family["model_type"])
 
     for family in sorted(families, key=own_file_first):
-        for name, module_cls in family.pop("_classes").items():
-            if name not in CASES:
+        mt, classes, held = family["model_type"], family.pop("_classes"), []
+        for module in family["modules"]:
+            name, key, path = module["class"], module["config_key"], module["path"]
+            if name in CASES and not any(c["module"] == name and c["model_type"] == mt for c in cases):
+                case = make_case(mt, key, classes[name], path)
+            elif name in ONE_D:
+                case = make_1d_case(mt, key, classes[name], path)
+            else:
+                held.append(None)
                 continue
-            key = next(m["config_key"] for m in family["modules"] if m["class"] == name)
-            case = make_case(family["model_type"], key, module_cls)
             # Same numbers (class code, config values, positions) as an earlier case: point to it.
             signature = json.dumps({k: v for k, v in case.items() if k not in SAME_AS_IGNORES}, sort_keys=True)
             if signature in signatures:
-                cases.append({"model_type": family["model_type"], "module": name, "config_key": key,
-                              "same_as": signatures[signature]})
+                cases.append({"model_type": mt, "module": name, "config_key": key, "path": path,
+                              **({"form": case["form"]} if "form" in case else {}),
+                              "same_as": signatures[signature][0], "same_as_path": signatures[signature][1]})
             else:
-                signatures[signature] = family["model_type"]
+                signatures[signature] = (mt, path)
                 cases.append(case)
-            family["case"] = cases[-1].get("same_as", family["model_type"])
-    return sorted(cases, key=lambda c: c["model_type"])
+            held.append(cases[-1].get("same_as", mt))
+        # the model_type whose case holds the numbers; a list (one per module) when they differ
+        family["case"] = held[0] if len(set(held)) == 1 else held
+    # a family's axial (vision) case before its 1-D ones
+    return sorted(cases, key=lambda c: (c["model_type"], c["module"] not in CASES))
 
 
 def dump(value, depth=0, indent_depth=3):
@@ -697,7 +998,7 @@ def main():
     out = {
         "transformers": transformers.__version__, "torch": torch.__version__,
         "python": platform.python_version(), "script": "tests/data/hf/vision_rope.py",
-        "grid_thw": list(GRID), "n_sample": N_SAMPLE, "max_heads": MAX_HEADS,
+        "grid_thw": list(GRID), "n_1d": N_1D, "n_sample": N_SAMPLE, "max_heads": MAX_HEADS,
         "float_format": "float32 values as the shortest decimal that reads back to the same float32",
         "families": families,
         "cases": cases,
