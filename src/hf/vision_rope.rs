@@ -213,9 +213,10 @@ fn spec(keys: &Keys<'_>, rule: &Rule, d: u64) -> Result<RopeSpec> {
 }
 
 impl RotaryModule {
-    /// The rotary module of a transformers model's vision tower, from the model's
-    /// `config.json` (feature `hf-config`), as transformers 5.24 builds it
-    /// (`tests/data/hf/VISION.md` lists every family whose encoder rotates):
+    /// The rotary modules of a transformers model's non-text encoders (vision towers; audio,
+    /// codec, protein and time-series encoders), from the model's `config.json` (feature
+    /// `hf-config`), in the order transformers 5.24 builds them
+    /// (`tests/data/hf/VISION.md` lists every model type whose encoders rotate):
     ///
     /// - height then width, each `d / 4` pairs of `theta^(-2k/(d/2))`, half-split
     ///   ([`RopeSpec::axes_rope`] `[0, d/4, d/4]`): Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni,
@@ -223,16 +224,25 @@ impl RotaryModule {
     ///   PaddleOCR-VL, and the other towers that copy Qwen2-VL's;
     /// - Pixtral (and the models that take its tower, Mistral 3, LightOnOCR): one list dealt
     ///   to height and width ([`RopeSpec::axes_dealt`]);
-    /// - width first: Kimi K2.5 ([`MRopeOrder::WhThenT`]), Step 3.7 and Inkling 2
+    /// - width first: Kimi K2.5 ([`MRopeOrder::WhThenT`]), Step 3.7, Muse and Inkling 2
     ///   ([`MRopeOrder::WhtChunks`], Inkling 2 over interleaved pairs);
     /// - MiniMax M3 VL: three axes `(t, h, w)`, `(d / 3) / 2` pairs each, the rest of the head
-    ///   unrotated.
+    ///   unrotated;
+    /// - 1-D over a frame's (residue's, patch's) index, transformers' default parameters
+    ///   (theta, `partial_rotary_factor`): GLM-ASR, LASR, Voxtral Realtime, Nemotron's ASR,
+    ///   diarization and word-timestamp encoders, Moonshine's encoder (interleaved), Mimi
+    ///   (encoder and decoder, also inside CSM), Pocket TTS, ESMC, Evolla, TimesFM 2.5, CLVP's
+    ///   speech encoder (which rotates V too), PE Audio (interleaved), PI0's action expert and
+    ///   dots3's audio tower.
     ///
-    /// The positions are the caller's, `[3, batch, seq]` ([`Positions::Axes`](crate::Positions::Axes)):
-    /// plane 0 the frame (MiniMax M3 VL; zeros elsewhere), plane 1 the patch row, plane 2 its
-    /// column, in the order the tower sees its patches (Qwen's 2 x 2 merge blocks). A family
-    /// whose tower the crate does not read ([`HF_VISION_ROPE_NOT_READ`]) is an error that
-    /// says why; so is a `model_type` whose tower is not known to rotate, and a bad key.
+    /// The positions are the caller's: for a tower `[3, batch, seq]`
+    /// ([`Positions::Axes`](crate::Positions::Axes)): plane 0 the frame (MiniMax M3 VL; zeros
+    /// elsewhere), plane 1 the patch row, plane 2 its column, as the model makes them (Qwen's
+    /// 2 x 2 merge blocks, Inkling 2's and Muse's `+ 1` with a class token at 0); for a 1-D
+    /// encoder one a token (TimesFM's negative for its padding: [`Positions::Float`](crate::Positions::Float)).
+    /// A model type whose encoder the crate does not read ([`HF_VISION_ROPE_NOT_READ`]) is an
+    /// error that says why; so is a `model_type` with no rotating encoder known to the crate,
+    /// and a bad key.
     pub fn from_hf_vision_config(config: &Value) -> Result<Vec<Self>> {
         let model_type = config.get("model_type").and_then(Value::as_str);
         let Some(model_type) = model_type else {

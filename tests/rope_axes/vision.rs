@@ -149,8 +149,11 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
         .map(list)
         .collect();
     let n = rows[0].len();
-    // 1-D modules: one f32 position a token (TimesFM's may be negative); else `[t, h, w]`.
+    // 1-D modules: one f32 position a token (TimesFM's may be negative); else `[t, h, w]`,
+    // u32 where every position is a whole number from 0, else f32 (SAM 3's global layers).
     let one_d = names == ["p"];
+    let whole = rows.iter().flatten().all(|&p| p >= 0.0 && p.fract() == 0.0);
+    let float = one_d || !whole;
     let mut axes = vec![0u32; if one_d { n } else { 3 * n }];
     for (name, row) in names.iter().zip(&rows) {
         let plane = match *name {
@@ -160,7 +163,7 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
             other => panic!("{mt}: position row {other}"),
         };
         for (k, &p) in row.iter().enumerate() {
-            axes[plane * n + k] = if one_d {
+            axes[plane * n + k] = if float {
                 (p as f32).to_bits()
             } else {
                 p as u32
@@ -194,10 +197,10 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
         &rope.spec,
         &Layout::bshd(shape),
         &mut want,
-        if one_d {
-            Positions::Float(&axes[..])
-        } else {
-            Positions::Axes(&axes[..])
+        match (one_d, float) {
+            (true, _) => Positions::Float(&axes[..]),
+            (false, true) => Positions::FloatAxes(&axes[..]),
+            (false, false) => Positions::Axes(&axes[..]),
         },
     );
     let big = q.iter().fold(1.0f64, |m, &v| m.max(v.abs()));
@@ -210,9 +213,10 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
         "{mt}: {e_module:e} from transformers (allowed {allowed:e})"
     );
     let q32: Vec<f32> = q.iter().map(|&v| v as f32).collect();
-    let got = rotate_with(&rope.spec, shape, &q32, &axes, |v| match one_d {
-        true => Positions::Float(v),
-        false => Positions::Axes(v),
+    let got = rotate_with(&rope.spec, shape, &q32, &axes, |v| match (one_d, float) {
+        (true, _) => Positions::Float(v),
+        (false, true) => Positions::FloatAxes(v),
+        (false, false) => Positions::Axes(v),
     });
     let got: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
     let e_gpu = max_diff(&got, &want);
