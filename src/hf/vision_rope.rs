@@ -149,7 +149,7 @@ fn line_width(keys: &Keys<'_>, rule: &Rule, d: u64, partial: f64) -> Result<u64>
             .opt_u("num_attention_heads")?
             .unwrap_or(rule.defaults.1);
         let projection = keys.opt_u("projection_dim")?.unwrap_or(768);
-        (projection / (2 * heads)).max(32)
+        (projection / heads.saturating_mul(2)).max(32)
     } else if partial > 0.0 && partial <= 1.0 {
         (d as f64 * partial) as u64
     } else {
@@ -183,7 +183,7 @@ fn spec(keys: &Keys<'_>, rule: &Rule, d: u64) -> Result<RopeSpec> {
         s
     };
     let two_axes = !matches!(rule.form, Form::Thirds | Form::Line(_) | Form::Clvp);
-    if two_axes && d % 4 != 0 {
+    if two_axes && !d.is_multiple_of(4) {
         let need = "a head width divisible by 4 (two axes of d / 4 frequencies)";
         return Err(Keys::bad("head_dim", need, Some(&d.into())));
     }

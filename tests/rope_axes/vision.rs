@@ -362,6 +362,10 @@ fn vision_configs_with_bad_keys_are_typed_errors() {
         asr(json!({"partial_rotary_factor": 0})),
         "partial_rotary_factor",
     );
+    // CLVP's width from a huge head count: no overflow, its floor of 32 lanes.
+    let clvp = json!({"model_type": "clvp", "speech_config": {"head_dim": 64, "num_attention_heads": u64::MAX}});
+    let read = RotaryModule::from_hf_vision_config(&clvp).expect("CLVP");
+    assert_eq!(read[0].spec.rotary_dim, Some(32));
     let llava =
         json!({"model_type": "llava", "vision_config": {"model_type": "pixtral", "head_dim": 64}});
     let read = RotaryModule::from_hf_vision_config(&llava).expect("Pixtral inside LLaVA");
