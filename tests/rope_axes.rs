@@ -379,6 +379,61 @@ fn a_fourth_axis_needs_four_planes() {
         .expect("four planes");
 }
 
+/// The specs of [`f32_positions_match_the_reference`] over `pair` with the positions each
+/// reads: 1-D, three axes (`[flat, axes, axes4]`) or four.
+fn f32_cases<'a>(
+    pair: PairLayout,
+    [flat, axes, axes4]: [&'a Vec<f32>; 3],
+) -> Vec<(RopeSpec, &'a Vec<f32>)> {
+    vec![
+        (RopeSpec::new().pair_layout(pair), &flat),
+        (
+            RopeSpec::new().pair_layout(pair).axes_rope([4, 14, 14]),
+            &axes,
+        ),
+        (
+            RopeSpec::new().pair_layout(pair).mrope([8, 12, 12], false),
+            &axes,
+        ),
+        // A theta per axis (Cosmos').
+        (
+            RopeSpec::new()
+                .pair_layout(pair)
+                .axes_rope([12, 10, 10])
+                .axis_bases([20_671.0, 1e4, 3.5e5, 1e4]),
+            &axes,
+        ),
+        // A fourth axis (FLUX.2's), four planes.
+        (
+            RopeSpec::new().pair_layout(pair).axes_rope4([4, 10, 10, 8]),
+            &axes4,
+        ),
+        // Per-axis lists in the other orders: width first (Kimi K2.5's alternation,
+        // Step 3.7's blocks), and Qwen3-VL's interleaving.
+        (
+            ordered([0, 16, 16], MRopeOrder::WhThenT, true).pair_layout(pair),
+            &axes,
+        ),
+        (
+            ordered([4, 16, 12], MRopeOrder::WhtChunks, true).pair_layout(pair),
+            &axes,
+        ),
+        (
+            ordered([12, 10, 10], MRopeOrder::Interleaved, true).pair_layout(pair),
+            &axes,
+        ),
+        // One list dealt to the axes (Pixtral's, and uneven sections).
+        (
+            RopeSpec::new().pair_layout(pair).axes_dealt([0, 16, 16]),
+            &axes,
+        ),
+        (
+            RopeSpec::new().pair_layout(pair).axes_dealt([5, 16, 11]),
+            &axes,
+        ),
+    ]
+}
+
 /// f32 positions (negative, fractional, up to 2^31), 1-D and on three or four axes, both pair
 /// layouts, in a poisoned buffer with guards, against the f64 reference at the same f32
 /// values.
@@ -400,53 +455,7 @@ fn f32_positions_match_the_reference() {
     };
     let (flat, axes, axes4) = (draw(n), draw(3 * n), draw(4 * n));
     for pair in [PairLayout::HalfSplit, PairLayout::Interleaved] {
-        for (spec, values) in [
-            (RopeSpec::new().pair_layout(pair), &flat),
-            (
-                RopeSpec::new().pair_layout(pair).axes_rope([4, 14, 14]),
-                &axes,
-            ),
-            (
-                RopeSpec::new().pair_layout(pair).mrope([8, 12, 12], false),
-                &axes,
-            ),
-            // A theta per axis (Cosmos').
-            (
-                RopeSpec::new()
-                    .pair_layout(pair)
-                    .axes_rope([12, 10, 10])
-                    .axis_bases([20_671.0, 1e4, 3.5e5, 1e4]),
-                &axes,
-            ),
-            // A fourth axis (FLUX.2's), four planes.
-            (
-                RopeSpec::new().pair_layout(pair).axes_rope4([4, 10, 10, 8]),
-                &axes4,
-            ),
-            // Per-axis lists in the other orders: width first (Kimi K2.5's alternation,
-            // Step 3.7's blocks), and Qwen3-VL's interleaving.
-            (
-                ordered([0, 16, 16], MRopeOrder::WhThenT, true).pair_layout(pair),
-                &axes,
-            ),
-            (
-                ordered([4, 16, 12], MRopeOrder::WhtChunks, true).pair_layout(pair),
-                &axes,
-            ),
-            (
-                ordered([12, 10, 10], MRopeOrder::Interleaved, true).pair_layout(pair),
-                &axes,
-            ),
-            // One list dealt to the axes (Pixtral's, and uneven sections).
-            (
-                RopeSpec::new().pair_layout(pair).axes_dealt([0, 16, 16]),
-                &axes,
-            ),
-            (
-                RopeSpec::new().pair_layout(pair).axes_dealt([5, 16, 11]),
-                &axes,
-            ),
-        ] {
+        for (spec, values) in f32_cases(pair, [&flat, &axes, &axes4]) {
             let bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
             // A strided view with gaps between the rows and poison around it.
             let row = d + 3;

@@ -135,7 +135,19 @@ fn find_case<'a>(cases: &'a [Value], mt: &str, path: &str) -> &'a Value {
 /// The module's rotation of the recorded tokens (its cos and sin applied by the attention's
 /// own function, in f32) against the f64 reference, within what f32 angles of those positions
 /// allow; the GPU against the reference.
-fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
+/// A case's positions as the kernel reads them: 1-D modules one f32 position a token
+/// (TimesFM's may be negative); else `[t, h, w]` planes, u32 where every position is a whole
+/// number from 0, else f32 (SAM 3's global layers). With the token count, whether they are
+/// 1-D and f32, and the largest magnitude.
+struct CasePositions {
+    words: Vec<u32>,
+    n: usize,
+    one_d: bool,
+    float: bool,
+    far: f64,
+}
+
+fn case_positions(mt: &str, case: &Value) -> CasePositions {
     let names: Vec<&str> = case["position_row_names"]
         .as_array()
         .expect("row names")
@@ -149,8 +161,6 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
         .map(list)
         .collect();
     let n = rows[0].len();
-    // 1-D modules: one f32 position a token (TimesFM's may be negative); else `[t, h, w]`,
-    // u32 where every position is a whole number from 0, else f32 (SAM 3's global layers).
     let one_d = names == ["p"];
     let whole = rows.iter().flatten().all(|&p| p >= 0.0 && p.fract() == 0.0);
     let float = one_d || !whole;
@@ -171,6 +181,23 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
         }
     }
     let far = rows.iter().flatten().fold(1.0f64, |m, &p| m.max(p.abs()));
+    CasePositions {
+        words: axes,
+        n,
+        one_d,
+        float,
+        far,
+    }
+}
+
+fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
+    let CasePositions {
+        words: axes,
+        n,
+        one_d,
+        float,
+        far,
+    } = case_positions(mt, case);
     let (heads, d) = (u(&case["heads"]), u(&case["head_dim"]));
     assert_eq!(d, rope.head_dim, "{mt}: head_dim");
     let flat = |v: &Value| -> Vec<f64> {
@@ -346,6 +373,30 @@ fn vision_configs_with_bad_keys_are_typed_errors() {
         ),
         "{e}"
     );
+    let llava =
+        json!({"model_type": "llava", "vision_config": {"model_type": "pixtral", "head_dim": 64}});
+    let read = RotaryModule::from_hf_vision_config(&llava).expect("Pixtral inside LLaVA");
+    assert_eq!(read[0].module, "PixtralVisionRotaryEmbedding");
+    assert_eq!(
+        read[0].spec.mrope.map(|m| m.frequencies),
+        Some(wgpu_posenc::AxisFrequencies::Dealt)
+    );
+}
+
+/// A 1-D encoder's config: its rope type must be the default one, its rotated width even and
+/// within the head; CLVP's width from a huge head count saturates.
+#[test]
+fn encoder_configs_with_bad_keys_are_typed_errors() {
+    use serde_json::json;
+    let bad_key = |config: Value, key: &str| {
+        let e = RotaryModule::from_hf_vision_config(&config).expect_err(key);
+        match &e {
+            Error::Frequency(FrequencyError::InvalidConfigValue { key: k, .. }) => {
+                assert_eq!(k, key, "{e}")
+            }
+            _ => panic!("{key}: {e}"),
+        }
+    };
     // A 1-D encoder: its rope type must be the default one, its rotated width even.
     let asr = |audio: Value| json!({"model_type": "glmasr", "audio_config": audio});
     let read = RotaryModule::from_hf_vision_config(&asr(json!({}))).expect("GLM-ASR");
@@ -366,12 +417,4 @@ fn vision_configs_with_bad_keys_are_typed_errors() {
     let clvp = json!({"model_type": "clvp", "speech_config": {"head_dim": 64, "num_attention_heads": u64::MAX}});
     let read = RotaryModule::from_hf_vision_config(&clvp).expect("CLVP");
     assert_eq!(read[0].spec.rotary_dim, Some(32));
-    let llava =
-        json!({"model_type": "llava", "vision_config": {"model_type": "pixtral", "head_dim": 64}});
-    let read = RotaryModule::from_hf_vision_config(&llava).expect("Pixtral inside LLaVA");
-    assert_eq!(read[0].module, "PixtralVisionRotaryEmbedding");
-    assert_eq!(
-        read[0].spec.mrope.map(|m| m.frequencies),
-        Some(wgpu_posenc::AxisFrequencies::Dealt)
-    );
 }
