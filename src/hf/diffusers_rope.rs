@@ -104,7 +104,8 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 10] = [
 #[derive(Clone, Debug, PartialEq)]
 pub struct RotaryModule {
     /// The module's attribute in the model (`pos_embed`, `rope`, `rotary_emb`,
-    /// `model.visual.rotary_pos_emb`, ...).
+    /// `visual.rotary_pos_emb`, ...); `{i}` stands for each layer's number where every layer
+    /// holds one (SAM 3's ViT, `vision_encoder.backbone.layers.{i}.rotary_emb`).
     pub path: &'static str,
     /// The library's class of the module (`FluxPosEmbed`, `WanRotaryPosEmbed`,
     /// `Qwen2VLVisionRotaryEmbedding`, ...).

@@ -32,6 +32,8 @@ const fn l(
         defaults,
         heads_key,
         partial,
+        rope_type: Some("default"),
+        divisor_key: None,
     }
 }
 

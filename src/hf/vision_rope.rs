@@ -62,6 +62,12 @@ pub(super) struct Rule {
     pub(super) heads_key: Option<&'static str>,
     /// The default `partial_rotary_factor` of a 1-D module's config class.
     pub(super) partial: f64,
+    /// The `rope_type` the module takes (`axial` for the towers, `default` for 1-D
+    /// encoders); `None` where the module reads only the theta (Llama 4's tower).
+    pub(super) rope_type: Option<&'static str>,
+    /// A further divisor of the width, 1 by default (SAM's memory attention:
+    /// `memory_attention_downsample_rate`).
+    pub(super) divisor_key: Option<&'static str>,
 }
 
 /// The vision sub-config of `config` along `sub`: an object (missing: the class's defaults).
@@ -90,12 +96,9 @@ fn sub_config<'a>(
 /// keys, or the rule's defaults; a `rope_type` other than the one the module takes (`axial`
 /// for the towers, `default` for 1-D encoders) is refused, as transformers refuses it.
 fn theta(keys: &Keys<'_>, rule: &Rule) -> Result<(f64, f64)> {
-    let (kind, need) = match rule.form {
-        Form::Line(_) | Form::Clvp => ("default", "\"default\" (the 1-D encoders' only type)"),
-        _ => (
-            "axial",
-            "\"axial\" (the only type the vision rotary modules take)",
-        ),
+    let need = match rule.rope_type {
+        Some("default") => "\"default\" (the 1-D encoders' only type)",
+        _ => "\"axial\" (the only type the vision rotary modules take)",
     };
     let outer = (
         keys.opt_f("rope_theta")?.unwrap_or(rule.defaults.3),
@@ -108,8 +111,8 @@ fn theta(keys: &Keys<'_>, rule: &Rule) -> Result<(f64, f64)> {
         return Err(Keys::bad("rope_parameters", "an object", Some(p)));
     };
     let inner = Keys(p);
-    match inner.opt_str("rope_type")? {
-        Some(t) if t != kind => {
+    match (inner.opt_str("rope_type")?, rule.rope_type) {
+        (Some(t), Some(kind)) if t != kind => {
             let found = p.get("rope_type");
             return Err(Keys::bad("rope_parameters.rope_type", need, found));
         }
@@ -134,8 +137,13 @@ fn head_dim(keys: &Keys<'_>, rule: &Rule) -> Result<u64> {
         (None, Some(h)) => h,
         (None, None) => keys.opt_u("num_attention_heads")?.unwrap_or(heads),
     };
+    let divisor = match rule.divisor_key {
+        Some(key) => keys.opt_u(key)?.unwrap_or(1),
+        None => 1,
+    };
+    let heads = heads.saturating_mul(divisor);
     if width % heads != 0 {
-        let need = "a multiple of the heads (num_heads)";
+        let need = "a multiple of the heads (num_heads, times a downsample rate)";
         return Err(Keys::bad(rule.width_key, need, keys.0.get(rule.width_key)));
     }
     Ok(width / heads)

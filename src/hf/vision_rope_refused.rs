@@ -4,10 +4,6 @@
 
 const BLOCKS: &str = "each axis rotates its own half of the head (apply_multidimensional_rope: \
     two half-split blocks), a pair layout not built";
-const SAM: &str = "2-D RoPE over a fixed feature-map grid held in a (w, h) buffer \
-    (apply_rotary_pos_emb_2d; fractional positions in SAM 3's global layers), not checked yet";
-const LLAMA4: &str = "a complex table over the fixed image grid, one part of the pairs on \
-    column + 1, the other on row + 1, the CLS token unrotated, not checked yet";
 const DINO: &str = "patch-centre coordinates normalized into [-1, 1] with periods in turns, \
     prefix tokens unrotated, not checked yet";
 const VJEPA: &str = "3-D RoPE computed inside the attention from the token index (frame, row, \
@@ -21,23 +17,13 @@ const HEADS: &str = "turns each head by its index (position_ids = arange(heads))
 
 /// Families whose encoder rotates in a way the crate does not read: model type, module,
 /// reason.
-pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 19] = [
+pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 9] = [
     ("chmv2", "DINOv3ViTRopePositionEmbedding", DINO),
     ("dinov3_vit", "DINOv3ViTRopePositionEmbedding", DINO),
-    ("edgetam_video", "EdgeTamVideoVisionRotaryEmbedding", SAM),
     ("efficientloftr", "EfficientLoFTRRotaryEmbedding", LOFTR),
     ("gemma4_vision", "Gemma4VisionRotaryEmbedding", BLOCKS),
-    ("llama4", "Llama4VisionRotaryEmbedding", LLAMA4),
     ("musicflamingo", "MusicFlamingoRotaryEmbedding", TIME),
     ("neucodec", "NeuCodecRotaryEmbedding", HEADS),
-    ("sam2_video", "Sam2VideoVisionRotaryEmbedding", SAM),
-    ("sam3", "Sam3ViTRotaryEmbedding", SAM),
-    ("sam3_lite_text", "Sam3ViTRotaryEmbedding", SAM),
-    ("sam3_tracker", "Sam3ViTRotaryEmbedding", SAM),
-    ("sam3_tracker_video", "Sam3ViTRotaryEmbedding", SAM),
-    ("sam3_video", "Sam3ViTRotaryEmbedding", SAM),
-    ("sam3_vision_model", "Sam3ViTRotaryEmbedding", SAM),
-    ("sam3_vit_model", "Sam3ViTRotaryEmbedding", SAM),
     ("sapiens2", "Sapiens2RopePositionEmbedding", DINO),
     ("vjepa2", "VJEPA2RopeAttention", VJEPA),
     ("xcodec2", "Xcodec2RotaryEmbedding", HEADS),

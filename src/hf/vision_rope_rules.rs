@@ -33,11 +33,105 @@ const fn r(
         defaults,
         heads_key: None,
         partial: 1.0,
+        rope_type: Some("axial"),
+        divisor_key: None,
     }
 }
 
+/// SAM 3's ViT: one module per layer (`{i}`: 32 by default), the same rotation; windowed
+/// layers take positions in their window, global ones the whole grid scaled to a window.
+const fn sam3_vit(
+    model_type: &'static str,
+    sub: &'static [&'static str],
+    path: &'static str,
+) -> Rule {
+    r(
+        model_type,
+        sub,
+        path,
+        "Sam3ViTRotaryEmbedding",
+        WidthFirstInterleaved,
+        "hidden_size",
+        (1024, 16, None, 1e4),
+    )
+}
+
+/// SAM's memory attention: `memory_attention_hidden_size / (downsample_rate * heads)` wide,
+/// over the memory's feature grid.
+const fn sam_memory(
+    model_type: &'static str,
+    sub: &'static [&'static str],
+    path: &'static str,
+    module: &'static str,
+) -> Rule {
+    Rule {
+        heads_key: Some("memory_attention_num_attention_heads"),
+        divisor_key: Some("memory_attention_downsample_rate"),
+        ..r(
+            model_type,
+            sub,
+            path,
+            module,
+            WidthFirstInterleaved,
+            "memory_attention_hidden_size",
+            (256, 1, None, 1e4),
+        )
+    }
+}
+
+const BACKBONE: &[&str] = &["vision_config", "backbone_config"];
+const VIT: &str = "vision_encoder.backbone.layers.{i}.rotary_emb";
+const MEMORY: &str = "memory_attention.rotary_emb";
+
 /// The towers read, by top-level `model_type`.
 pub(super) const RULES: &[Rule] = &[
+    // Llama 4's tower: column + 1 and row + 1 (the CLS token at 0, 0), whatever rope type.
+    Rule {
+        rope_type: None,
+        ..r(
+            "llama4",
+            VISION,
+            "vision_model.rotary_embedding",
+            "Llama4VisionRotaryEmbedding",
+            WidthFirstInterleaved,
+            "hidden_size",
+            (768, 16, None, 1e4),
+        )
+    },
+    sam_memory("sam2_video", TOP, MEMORY, "Sam2VideoVisionRotaryEmbedding"),
+    sam_memory(
+        "edgetam_video",
+        TOP,
+        MEMORY,
+        "EdgeTamVideoVisionRotaryEmbedding",
+    ),
+    sam3_vit("sam3", BACKBONE, VIT),
+    sam3_vit("sam3_lite_text", BACKBONE, VIT),
+    sam3_vit("sam3_tracker", BACKBONE, VIT),
+    sam3_vit("sam3_tracker_video", BACKBONE, VIT),
+    sam_memory(
+        "sam3_tracker_video",
+        TOP,
+        MEMORY,
+        "Sam3TrackerVideoVisionRotaryEmbedding",
+    ),
+    sam3_vit(
+        "sam3_video",
+        &["detector_config", "vision_config", "backbone_config"],
+        "detector_model.vision_encoder.backbone.layers.{i}.rotary_emb",
+    ),
+    sam_memory(
+        "sam3_video",
+        &["tracker_config"],
+        "tracker_model.memory_attention.rotary_emb",
+        "Sam3TrackerVideoVisionRotaryEmbedding",
+    ),
+    sam3_vit(
+        "sam3_vision_model",
+        &["backbone_config"],
+        "backbone.layers.{i}.rotary_emb",
+    ),
+    sam3_vit("sam3_vit_model", TOP, "layers.{i}.rotary_emb"),
     r(
         "cohere_compass_vision",
         TOP,

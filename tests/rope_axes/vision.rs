@@ -24,12 +24,7 @@ fn vision_towers_read_from_their_configs() {
     let (mut read, mut partly, mut refused) = (0, 0, 0);
     for family in families {
         let mt = family["model_type"].as_str().expect("model_type");
-        let modules: Vec<String> = family["modules"]
-            .as_array()
-            .expect("modules")
-            .iter()
-            .map(|m| format!("`{}`", m["class"].as_str().unwrap_or("")))
-            .collect();
+        let modules = module_list(family);
         let got = RotaryModule::from_hf_vision_config(&family["config"]);
         match got {
             Ok(read_modules) => {
@@ -45,10 +40,7 @@ fn vision_towers_read_from_their_configs() {
                 let listed = HF_VISION_ROPE_NOT_READ.iter().any(|r| r.0 == mt);
                 assert!(listed, "{mt}: refused, not listed");
                 let reason = reason.replace('|', "/");
-                rows.push(format!(
-                    "| `{mt}` | {} | refused | | {reason} |",
-                    modules.join(", ")
-                ));
+                rows.push(format!("| `{mt}` | {modules} | refused | | {reason} |"));
             }
             Err(e) => panic!("{mt}: {e}"),
         }
@@ -84,32 +76,78 @@ fn check_family(
         .collect();
     assert!(!read.is_empty(), "{mt}: read as no module");
     for rope in read {
+        // One path, or one a layer (`{i}`): each module it names is checked against its
+        // case, each distinct case once.
+        let named: Vec<&str> = listed
+            .iter()
+            .filter(|&&(p, c)| c == rope.module && names(rope.path, p))
+            .map(|&(p, _)| p)
+            .collect();
         assert!(
-            listed.contains(&(rope.path, rope.module)),
+            !named.is_empty(),
             "{mt}: {} {} not in {listed:?}",
             rope.path,
             rope.module
         );
-        check_case(mt, rope, find_case(cases, mt, rope.path));
+        let mut seen: Vec<*const Value> = Vec::new();
+        for path in named {
+            let case = find_case(cases, mt, path);
+            if !seen.contains(&(case as *const Value)) {
+                seen.push(case);
+                check_case(mt, rope, case);
+            }
+        }
     }
     // A family whose other encoder rotates otherwise is read only in part.
     let others: Vec<&str> = listed
         .iter()
-        .filter(|(p, _)| !read.iter().any(|r| r.path == *p))
+        .filter(|(p, _)| !read.iter().any(|r| names(r.path, p)))
         .map(|&(_, c)| c)
         .collect();
-    let modules: Vec<String> = listed.iter().map(|(_, c)| format!("`{c}`")).collect();
+    let modules = module_list(family);
     let what: Vec<String> = read.iter().map(describe).collect();
     let (status, reason) = match others.is_empty() {
         true => ("read", String::new()),
         false => ("read in part", format!("not read: {}", others.join(", "))),
     };
     let row = format!(
-        "| `{mt}` | {} | {status} | {} | {reason} |",
-        modules.join(", "),
+        "| `{mt}` | {modules} | {status} | {} | {reason} |",
         what.join("; ")
     );
     (row, others.is_empty())
+}
+
+/// A family's module classes in the order it builds them, each once, with its count where
+/// it holds several (one a layer).
+fn module_list(family: &Value) -> String {
+    let classes: Vec<&str> = family["modules"]
+        .as_array()
+        .expect("modules")
+        .iter()
+        .map(|m| m["class"].as_str().unwrap_or(""))
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for (i, c) in classes.iter().enumerate() {
+        if classes[..i].contains(c) {
+            continue;
+        }
+        match classes.iter().filter(|x| *x == c).count() {
+            1 => out.push(format!("`{c}`")),
+            n => out.push(format!("`{c}` x {n}")),
+        }
+    }
+    out.join(", ")
+}
+
+/// Whether a read module's path (`{i}` standing for a layer's number) names `path`.
+fn names(template: &str, path: &str) -> bool {
+    match template.split_once("{i}") {
+        None => template == path,
+        Some((head, tail)) => path
+            .strip_prefix(head)
+            .and_then(|p| p.strip_suffix(tail))
+            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit())),
+    }
 }
 
 /// The golden case of module `path` of `mt`, its numbers where they were recorded once for
@@ -359,10 +397,11 @@ fn vision_configs_with_bad_keys_are_typed_errors() {
     let e = RotaryModule::from_hf_vision_config(&qwen(json!({"head_dim": 1u64 << 40})))
         .expect_err("huge head");
     assert!(matches!(e, Error::InvalidHeadDim { .. }), "{e}");
-    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "sam3"})).expect_err("SAM 3");
+    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "dinov3_vit"}))
+        .expect_err("DINOv3");
     assert!(
         matches!(&e, Error::Frequency(FrequencyError::FamilyNotRead { reason, .. })
-            if reason.contains("Sam3ViTRotaryEmbedding")),
+            if reason.contains("DINOv3ViTRopePositionEmbedding")),
         "{e}"
     );
     let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "llama"})).expect_err("text");

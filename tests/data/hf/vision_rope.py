@@ -34,9 +34,8 @@ rope_theta, head_dim, heads (min(config heads, MAX_HEADS)), path (the module's p
 A case whose numbers equal an earlier one's (same code, config values and positions) is written as
 {model_type, module, config_key, path, [form,] same_as, same_as_path}: the numbers are those of
 the case with model_type == same_as and path == same_as_path.
-The SAM 2 / SAM 3 / EdgeTAM modules have the same forward but read a precomputed buffer of
-(w, h) ids over a fixed grid (and SAM 3's global layers scale it to fractions); as asked, they get
-a `form` and no case.
+The 2-D modules over a fixed grid (Llama 4's vision table, the SAM 2 / SAM 3 tracker / EdgeTAM
+memory attention, the SAM 3 ViT layers) are Part 2c.
 
 Part 2b, the 1-D cases: one per module of a family whose class is in `ONE_D` (audio encoders,
 codec transformers, protein encoders, TimesFM 2.5, PI0's action expert, the Qwen2.5-Omni token2wav
@@ -51,6 +50,27 @@ lanes, theta, scaling, position source), position_axis ("token", or "head" for N
 all heads and the first and last frame, position_rows [row][head]), position_row_names ["p"]. The
 script checks each against a float64 rotation of the form it states. MusicFlamingo's time
 embedding turns hidden states, not q/k: no case, its family form says so.
+
+Part 2c, the fixed-grid 2-D cases: one per module whose class is in `FIXED`, all of them rotating
+interleaved (2i, 2i+1) pairs: pair j < head_dim/4 by w*f_j, pair head_dim/4 + j by h*f_j,
+f_j = theta^(-4j/head_dim). The module is built on the CPU from the sub-config its model passes it
+and fed the positions the model itself holds: Llama 4's vision rotary derives its complex freqs_ci
+table from the fixed (image_size/patch_size)^2 grid plus a trailing CLS row (positions recorded as
+the module derives them: (w, h) = (column+1, row+1), the CLS row (0, 0), its angle zeroed);
+the SAM 2 video / SAM 3 tracker video / EdgeTAM video memory attention feeds its rotary the
+position_ids buffer that its precompute_positions makes over memory_attention_rope_feat_sizes
+((N, 2) = (w, h) integers; EdgeTAM: the self-attention's, not the cross-attention's key grid); each
+SAM 3 ViT layer feeds its own precompute_positions(config, window_size) buffer, (w, h) integers over
+one 24 x 24 window for the windowed layers and, for the global layers (global_attn_indexes), the
+full image_size/patch_size grid scaled by window_size/grid: fractional float32 positions, recorded
+as the buffer holds them. The family's own apply function is called as the (self-)attention calls
+it, on a random q with k = q: Llama 4 [1, N, heads, hd] with vision_apply_rotary_emb(q, k, freqs_ci),
+the SAM ones [1, heads, N, hd]. Every module gets an entry (each of the 32 SAM 3 ViT layers of
+every family), the repeats as `same_as`. Recorded as for the 1-D cases (no cos/sin), plus pairing,
+with position_row_names ["w", "h"] and a `form` sentence; the script checks each against a float64
+rotation of the form it states. The tokens are sample_indices(N), except in SAM 3's 24 x 24 window,
+where that even spread (step 25) falls on the diagonal (w == h would hide an axis swap): its
+interior tokens move one column right.
 
 Floats: inputs and outputs are float32; each is written as the shortest decimal that reads back
 to the same float32 (parse as f64, then cast to f32). q is drawn with torch.randn in float64 after
@@ -935,6 +955,196 @@ def make_1d_case(model_type, key, module_cls, path):
     }
 
 
+# ---------------------------------------------------------------------------------------------
+# Part 2c: golden rotations for the 2-D modules over a fixed grid (Llama 4 vision, the SAM 2 /
+# SAM 3 tracker / EdgeTAM video memory attention, the SAM 3 ViT layers). Positions are the ones
+# the model itself holds (its buffers, or the table's own derivation).
+# ---------------------------------------------------------------------------------------------
+
+def fixed_llama4_positions(modeling, sub, path):
+    # Llama4VisionRotaryEmbedding._compute_freqs_ci: img_idx = arange(idx^2) plus a CLS row whose
+    # last entry is set to -2; x = img_idx % idx, y = img_idx // idx, angles (x + 1)*f and (y + 1)*f,
+    # then masked_fill(img_idx < 0, 0) zeroes the CLS row. Here (w, h) = (x + 1, y + 1), CLS (0, 0).
+    idx = sub.image_size // sub.patch_size
+    img_idx = torch.arange(idx**2)
+    img_idx = torch.cat([img_idx, torch.tensor([-2])])
+    w = torch.where(img_idx < 0, 0, img_idx % idx + 1)
+    h = torch.where(img_idx < 0, 0, img_idx // idx + 1)
+    source = (f"Llama4VisionRotaryEmbedding._compute_freqs_ci over the fixed {idx} x {idx} grid "
+              f"(image_size {sub.image_size} // patch_size {sub.patch_size}), row-major: (w, h) = "
+              f"(img_idx % {idx} + 1, img_idx // {idx} + 1), then the CLS token last (the vision model "
+              "appends it after the patches) at (0, 0): its angles are zeroed by masked_fill")
+    text = (f"(w, h) = (column+1, row+1) integers 1..{idx} over the fixed {idx} x {idx} grid, row-major, "
+            f"then the CLS token last at (0, 0) (angle zeroed)")
+    return torch.stack([w, h], dim=-1), source, text
+
+
+def fixed_memory_positions(attention_class):
+    def positions(modeling, sub, path):
+        # The memory attention's position_ids buffer: precompute_positions(config) (EdgeTAM: the
+        # query grid, is_key=False, which its self-attention uses).
+        pos = getattr(modeling, attention_class).precompute_positions(sub)
+        fw, fh = sub.memory_attention_rope_feat_sizes
+        source = (f"{attention_class}.precompute_positions(config): the position_ids buffer, "
+                  f"meshgrid(arange({fh}), arange({fw}), indexing='ij') stacked as (w, h) "
+                  "(memory_attention_rope_feat_sizes), row-major")
+        text = (f"the memory attention's position_ids buffer (w, h) = (column, row), integers over the "
+                f"fixed {fh} x {fw} memory_attention_rope_feat_sizes grid, row-major")
+        return pos, source, text
+    return positions
+
+
+def fixed_sam3_vit_positions(modeling, sub, path):
+    # Sam3ViTModel: layer i gets window_size = config.window_size unless i is in
+    # global_attn_indexes (then 0: global attention over the whole grid); Sam3ViTLayer feeds its
+    # rotary its own precompute_positions(config, window_size) buffer.
+    layer = int(re.search(r"layers\.(\d+)\.rotary_emb$", path).group(1))
+    window = sub.window_size if layer not in sub.global_attn_indexes else 0
+    pos = modeling.Sam3ViTLayer.precompute_positions(sub, window)
+    if window:
+        source = (f"Sam3ViTLayer.precompute_positions(config, window_size={window}) of layer {layer} "
+                  f"(windowed): (w, h) over one {window} x {window} window, scaled by window_size/"
+                  f"{window} = 1; every window of the partitioned grid gets these positions")
+        text = (f"windowed layer: the layer's position_ids buffer (w, h) = (column, row) within one "
+                f"{window} x {window} window, float32 integers 0..{window - 1}, the same in every window")
+    else:
+        g = sub.image_size // sub.patch_size
+        source = (f"Sam3ViTLayer.precompute_positions(config, window_size=0) of layer {layer} (global, "
+                  f"global_attn_indexes {list(sub.global_attn_indexes)}): (w, h) over the full {g} x {g} "
+                  f"grid (image_size {sub.image_size} // patch_size {sub.patch_size}) times "
+                  f"window_size/{g} = {sub.window_size}/{g}, float32")
+        text = (f"global layer: the layer's position_ids buffer (w, h) = (column, row) * "
+                f"{sub.window_size}/{g} over the full {g} x {g} grid, fractional float32 values "
+                f"0..{(g - 1) * sub.window_size / g:.4g} in steps of {sub.window_size}/{g}")
+    return pos, source, text
+
+
+def embed_llama4(module, pos, sub):
+    # Llama4VisionModel.forward: freqs_ci = self.rotary_embedding(pixel_values) (reads the device).
+    return module(torch.zeros(1, sub.num_channels, sub.image_size, sub.image_size))
+
+
+def embed_cos_sin(module, pos, sub):
+    # The memory attention / ViT layer: self.rotary_emb(hidden_states, self.position_ids) (x: device).
+    return module(torch.zeros(1, pos.shape[0], 1), pos)
+
+
+def call_llama4(fn, q, emb):
+    # Llama4VisionAttention: q/k [B, N, heads, hd] before the transpose.
+    return fn(q, q.clone(), freqs_ci=emb)[0]
+
+
+def call_sam_memory(fn, q, emb):
+    # Sam2VideoRoPEAttention / Sam3TrackerVideoRoPEAttention as self_attn: rope_k_repeat False,
+    # num_k_exclude_rope 0.
+    cos, sin = emb
+    return fn(q, q.clone(), cos, sin, repeat_freqs_k=False, num_k_exclude_rope=0)[0]
+
+
+def call_cos_sin_kw(fn, q, emb):
+    # EdgeTamVideoRoPESelfAttention and Sam3ViTRoPEAttention.
+    cos, sin = emb
+    return fn(q, q.clone(), cos=cos, sin=sin)[0]
+
+
+def fixed(positions, embed, layout, call, call_text, apply_text):
+    return {"positions": positions, "embed": embed, "layout": layout, "call": call,
+            "call_text": call_text, "apply_text": apply_text}
+
+
+SAM_COS_SIN = "cos/sin = repeat_interleave([w*f | h*f], 2), applied by rotate_pairwise"
+FIXED = {
+    "Llama4VisionRotaryEmbedding": fixed(
+        fixed_llama4_positions, embed_llama4, "1,N,H,D", call_llama4,
+        "vision_apply_rotary_emb(q, k, freqs_ci=freqs_ci)",
+        "the complex freqs_ci table (N, 1, hd/2) multiplies view_as_complex(q) (pairs (2i, 2i+1) as "
+        "real, imaginary)"),
+    "Sam2VideoVisionRotaryEmbedding": fixed(
+        fixed_memory_positions("Sam2VideoMemoryAttention"), embed_cos_sin, "1,H,N,D", call_sam_memory,
+        "apply_rotary_pos_emb_2d(q, k, cos, sin, repeat_freqs_k=False, num_k_exclude_rope=0)", SAM_COS_SIN),
+    "Sam3TrackerVideoVisionRotaryEmbedding": fixed(
+        fixed_memory_positions("Sam3TrackerVideoMemoryAttention"), embed_cos_sin, "1,H,N,D", call_sam_memory,
+        "apply_rotary_pos_emb_2d(q, k, cos, sin, repeat_freqs_k=False, num_k_exclude_rope=0)", SAM_COS_SIN),
+    "EdgeTamVideoVisionRotaryEmbedding": fixed(
+        fixed_memory_positions("EdgeTamVideoMemoryAttention"), embed_cos_sin, "1,H,N,D", call_cos_sin_kw,
+        "apply_rotary_pos_emb_2d_self_attn(q, k, cos=cos, sin=sin)",
+        SAM_COS_SIN + " (self-attention form only; the cross-attention's key grid is not recorded)"),
+    "Sam3ViTRotaryEmbedding": fixed(
+        fixed_sam3_vit_positions, embed_cos_sin, "1,H,N,D", call_cos_sin_kw,
+        "apply_rotary_pos_emb_2d(q, k, cos=cos, sin=sin)", SAM_COS_SIN),
+}
+
+
+def fixed_head_dim(name, sub):
+    # What the consuming attention uses (and the rotary's own dim); (head_dim, config heads).
+    if name.startswith(("Sam3ViT", "Llama4")):
+        return sub.hidden_size // sub.num_attention_heads, sub.num_attention_heads
+    heads = sub.memory_attention_num_attention_heads
+    return sub.memory_attention_hidden_size // (sub.memory_attention_downsample_rate * heads), heads
+
+
+def make_fixed_case(model_type, key, module_cls, path):
+    """Build the fixed-grid 2-D module on the CPU, feed it the model's positions, rotate q as the attention does."""
+    name = module_cls.__name__
+    spec_ = FIXED[name]
+    modeling = sys.modules[module_cls.__module__]
+    sub = sub_config_of(model_type, key)
+    apply_fn = getattr(modeling, KEEP[name]["apply"])
+    torch.manual_seed(0)
+    module = module_cls(sub)
+    pos, source, pos_text = spec_["positions"](modeling, sub, path)
+    n = pos.shape[0]
+    head_dim, config_heads = fixed_head_dim(name, sub)
+    heads = min(config_heads, MAX_HEADS)
+    q = torch.round(torch.randn(n, heads, head_dim, dtype=torch.float64), decimals=2).to(torch.float32)
+    emb = spec_["embed"](module, pos, sub)
+    out = from_layout(spec_["call"](apply_fn, to_layout(q, spec_["layout"]), emb), spec_["layout"])
+    assert out.dtype == torch.float32 and out.shape == q.shape, (name, out.dtype, out.shape)
+    theta = float(sub.rope_parameters["rope_theta"])
+    if name.startswith("Llama4"):
+        # The table's own frequency list (_compute_freqs_ci): freq_dim = hd/2,
+        # theta^(-arange(0, freq_dim, 2)[:freq_dim/2] / freq_dim) = theta^(-4j/hd), j < hd/4.
+        freq_dim = head_dim // 2
+        inv_freq = 1.0 / (theta ** (torch.arange(0, freq_dim, 2)[: (freq_dim // 2)].float() / freq_dim))
+        assert emb.shape == (n, 1, head_dim // 2), (name, emb.shape)
+        scaling = 1.0
+    else:
+        inv_freq, scaling = module.inv_freq, float(module.attention_scaling)
+        assert emb[0].shape[-1] == head_dim, (name, emb[0].shape)
+    quarter = head_dim // 4
+    assert inv_freq.numel() == quarter, (name, inv_freq.numel())
+    # float64 check of the stated form: interleaved pair j < hd/4 turns by w*f_j, pair hd/4 + j by h*f_j.
+    f = inv_freq.double()
+    angles = torch.cat([pos[:, :1].double() * f, pos[:, 1:2].double() * f], dim=-1)[:, None]  # [N, 1, hd/2]
+    a, b = q.double()[..., 0::2], q.double()[..., 1::2]
+    ref = torch.empty_like(q, dtype=torch.float64)
+    ref[..., 0::2] = (a * angles.cos() - b * angles.sin()) * scaling
+    ref[..., 1::2] = (b * angles.cos() + a * angles.sin()) * scaling
+    err = (out.double() - ref).abs().max().item()
+    assert err < 1e-4 * q.abs().max().item(), (name, path, err)
+    idx = sample_indices(n)
+    if torch.equal(pos[idx, 0], pos[idx, 1]):
+        # The even spread lands on the grid's diagonal (SAM 3's 24 x 24 window: n - 1 = 23 x 25), where
+        # w == h would hide an axis swap: the interior tokens move one column right (w = h + 1 there),
+        # the first (0, 0) and last tokens stay.
+        idx = [idx[0]] + [i + 1 for i in idx[1:-1]] + [idx[-1]]
+        assert not torch.equal(pos[idx, 0], pos[idx, 1]), name
+    rows = pos.T[:, idx]
+    rows = f32(rows) if rows.is_floating_point() else rows.tolist()
+    form = (f"axial 2-D, interleaved (2i, 2i+1) pairs over all {head_dim} lanes: pair j turns by w*f_j and "
+            f"pair {quarter} + j by h*f_j (w first), f_j = {theta:g}^(-4j/{head_dim}), j < {quarter}; "
+            f"{spec_['apply_text']}; positions: {pos_text}")
+    return {
+        "model_type": model_type, "module": name, "apply": KEEP[name]["apply"], "config_key": key,
+        "path": path, "head_dim": head_dim, "heads": heads, "config_heads": config_heads,
+        "rotary_dim": head_dim, "q_layout": spec_["layout"], "call": spec_["call_text"],
+        "rope_theta": theta, "attention_scaling": scaling, "form": form, "pairing": PAIRING["interleaved"],
+        "position_source": source, "position_shape": list(pos.shape), "position_row_names": ["w", "h"],
+        "num_tokens": n, "token_index": idx, "position_rows": rows,
+        "inv_freq": f32(inv_freq), "q": f32(q[idx]), "out": f32(out[idx]),
+    }
+
+
 SAME_AS_IGNORES = ("model_type", "module", "config_key", "path", "position_source", "form")
 
 
@@ -956,6 +1166,8 @@ def build_cases(families):
                 case = make_case(mt, key, classes[name], path)
             elif name in ONE_D:
                 case = make_1d_case(mt, key, classes[name], path)
+            elif name in FIXED:  # every module: each SAM 3 ViT layer gets an entry
+                case = make_fixed_case(mt, key, classes[name], path)
             else:
                 held.append(None)
                 continue
@@ -972,7 +1184,7 @@ def build_cases(families):
         # the model_type whose case holds the numbers; a list (one per module) when they differ
         family["case"] = held[0] if len(set(held)) == 1 else held
     # a family's axial (vision) case before its 1-D ones
-    return sorted(cases, key=lambda c: (c["model_type"], c["module"] not in CASES))
+    return sorted(cases, key=lambda c: (c["model_type"], c["module"] not in CASES and c["module"] not in FIXED))
 
 
 def dump(value, depth=0, indent_depth=3):
