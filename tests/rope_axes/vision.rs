@@ -457,3 +457,36 @@ fn encoder_configs_with_bad_keys_are_typed_errors() {
     let read = RotaryModule::from_hf_vision_config(&clvp).expect("CLVP");
     assert_eq!(read[0].spec.rotary_dim, Some(32));
 }
+
+/// Published checkpoint configs (Qwen2-VL-7B-Instruct as first published, without rope
+/// parameters in its tower, and re-saved by transformers 5; Qwen3-VL-8B-Instruct) read as
+/// transformers reads them (`tests/data/hf/vision_published.py`): the module's path and class,
+/// the attention's head width, and each pair's frequency the module's `inv_freq` (height
+/// pairs, then width pairs).
+#[test]
+fn published_vision_configs_read_as_transformers_reads_them() {
+    let data = test_data("hf/vision_published.json");
+    for tower in data["towers"].as_array().expect("towers") {
+        let file = tower["file"].as_str().expect("file");
+        let config = test_data(&format!("hf/configs/{file}"));
+        let read = RotaryModule::from_hf_vision_config(&config).expect(file);
+        assert_eq!(read.len(), 1, "{file}");
+        let rope = &read[0];
+        assert_eq!(Some(rope.path), tower["path"].as_str(), "{file}");
+        assert_eq!(Some(rope.module), tower["module"].as_str(), "{file}");
+        assert_eq!(rope.head_dim, u(&tower["head_dim"]), "{file}");
+        let theirs = list(&tower["inv_freq"]);
+        let (ours, _) = reference::frequencies(&rope.spec, rope.head_dim, 1).expect(file);
+        assert_eq!(ours.len(), 2 * theirs.len(), "{file}: pairs");
+        for (j, &(hi, lo)) in ours.iter().enumerate() {
+            let want = theirs[j % theirs.len()];
+            // Their f32 power and reciprocal: within a few roundings of the real number
+            // (neighbouring frequencies differ by a factor of 0.6 or less).
+            assert!(
+                ((hi + lo) - want).abs() <= 1e-6 * want,
+                "{file}: pair {j}: {} vs {want}",
+                hi + lo
+            );
+        }
+    }
+}
