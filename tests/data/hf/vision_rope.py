@@ -29,7 +29,8 @@ the module is built on the CPU from the family's default sub-config, fed the fam
 position ids for a 48 x 64 patch grid (grid_thw = (1, 48, 64); MiniMax-M3-VL: two frames), and
 the family's own apply function is called exactly as its vision attention calls it, on a random
 q with k = q. Recorded: the sampled tokens' position rows ([row][token], row names in the
-module's own order), q and out ([token][head][lane]), cos and sin ([token][lane]), inv_freq,
+module's own order), q and out ([token][head][lane]), inv_freq (cos and sin are not kept: q and
+out carry them, and the crate's package stays small),
 rope_theta, head_dim, heads (min(config heads, MAX_HEADS)), path (the module's path in the model).
 A case whose numbers equal an earlier one's (same code, config values and positions) is written as
 {model_type, module, config_key, path, [form,] same_as, same_as_path}: the numbers are those of
@@ -708,7 +709,7 @@ def make_case(model_type, key, module_cls, path):
         "rope_theta": float(sub.rope_parameters["rope_theta"]), "attention_scaling": module.attention_scaling,
         "position_source": source, "position_shape": list(pos.shape), "position_row_names": row_names,
         "num_tokens": n, "token_index": idx, "position_rows": rows.tolist(),
-        "inv_freq": f32(module.inv_freq), "cos": f32(cos[idx]), "sin": f32(sin[idx]),
+        "inv_freq": f32(module.inv_freq),
         "q": f32(q[idx]), "out": f32(out[idx]),
     }
 
