@@ -381,19 +381,16 @@ fn a_fourth_axis_needs_four_planes() {
 
 /// The specs of [`f32_positions_match_the_reference`] over `pair` with the positions each
 /// reads: 1-D, three axes (`[flat, axes, axes4]`) or four.
-fn f32_cases<'a>(
-    pair: PairLayout,
-    [flat, axes, axes4]: [&'a Vec<f32>; 3],
-) -> Vec<(RopeSpec, &'a Vec<f32>)> {
+fn f32_cases(pair: PairLayout, [flat, axes, axes4]: [&Vec<f32>; 3]) -> Vec<(RopeSpec, &Vec<f32>)> {
     vec![
-        (RopeSpec::new().pair_layout(pair), &flat),
+        (RopeSpec::new().pair_layout(pair), flat),
         (
             RopeSpec::new().pair_layout(pair).axes_rope([4, 14, 14]),
-            &axes,
+            axes,
         ),
         (
             RopeSpec::new().pair_layout(pair).mrope([8, 12, 12], false),
-            &axes,
+            axes,
         ),
         // A theta per axis (Cosmos').
         (
@@ -401,35 +398,35 @@ fn f32_cases<'a>(
                 .pair_layout(pair)
                 .axes_rope([12, 10, 10])
                 .axis_bases([20_671.0, 1e4, 3.5e5, 1e4]),
-            &axes,
+            axes,
         ),
         // A fourth axis (FLUX.2's), four planes.
         (
             RopeSpec::new().pair_layout(pair).axes_rope4([4, 10, 10, 8]),
-            &axes4,
+            axes4,
         ),
         // Per-axis lists in the other orders: width first (Kimi K2.5's alternation,
         // Step 3.7's blocks), and Qwen3-VL's interleaving.
         (
             ordered([0, 16, 16], MRopeOrder::WhThenT, true).pair_layout(pair),
-            &axes,
+            axes,
         ),
         (
             ordered([4, 16, 12], MRopeOrder::WhtChunks, true).pair_layout(pair),
-            &axes,
+            axes,
         ),
         (
             ordered([12, 10, 10], MRopeOrder::Interleaved, true).pair_layout(pair),
-            &axes,
+            axes,
         ),
         // One list dealt to the axes (Pixtral's, and uneven sections).
         (
             RopeSpec::new().pair_layout(pair).axes_dealt([0, 16, 16]),
-            &axes,
+            axes,
         ),
         (
             RopeSpec::new().pair_layout(pair).axes_dealt([5, 16, 11]),
-            &axes,
+            axes,
         ),
     ]
 }
