@@ -4,7 +4,7 @@
 //! Generated from `tests/data/hf/vision_rope.json` (the modules with a golden case), which
 //! `tests/rope_axes/vision.rs` checks row by row.
 
-use super::vision_rope::{Form, Rule};
+use super::encoder_rule::{Form, Rule, rule};
 use crate::spec::PairLayout::{HalfSplit, Interleaved};
 use Form::{Clvp, Line};
 
@@ -23,17 +23,9 @@ const fn l(
     partial: f64,
 ) -> Rule {
     Rule {
-        model_type,
-        sub,
-        path,
-        module,
-        form,
-        width_key: "hidden_size",
-        defaults,
         heads_key,
         partial,
-        rope_type: Some("default"),
-        divisor_key: None,
+        ..rule(model_type, sub, path, module, form, "hidden_size", defaults)
     }
 }
 

@@ -15,6 +15,7 @@ mod diffusers_rope;
 mod diffusers_rope_rules;
 mod diffusers_timesteps;
 mod encoder_rope_rules;
+mod encoder_rule;
 mod families;
 mod generic;
 mod reader;

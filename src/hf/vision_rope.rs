@@ -8,67 +8,11 @@ use serde_json::Value;
 use super::diffusers::Keys;
 use super::diffusers_rope::RotaryModule;
 use super::encoder_rope_rules::LINE_RULES;
+use super::encoder_rule::{Form, Rule};
 use super::vision_rope_refused::HF_VISION_ROPE_NOT_READ;
 use super::vision_rope_rules::{RULES, VISION};
 use crate::error::{Error, FrequencyError, Result};
 use crate::spec::{AxisFrequencies, MRope, MRopeOrder, PairLayout, RopeSpec};
-
-/// How a vision rotary module lays its frequencies over the head (`d` wide, `F = d / 4`
-/// frequencies `theta^(-2k/(d/2))` per spatial axis unless said otherwise).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Form {
-    /// `[h.. | w..]` twice, half-split pairs: height on the first `F` pairs, width on the
-    /// next `F` (Qwen2-VL and the towers that copy it).
-    Halves,
-    /// Pixtral: one list over the head, `theta^(-2i/d)`, height on the even entries and
-    /// width on the odd ones.
-    Dealt,
-    /// Kimi K2.5: `w0 h0 w1 h1 ..` twice, half-split pairs.
-    WidthFirstAlternating,
-    /// Step 3.7: `[w.. | h..]` twice, half-split pairs.
-    WidthFirstBlocks,
-    /// Inkling 2: `[w.. | h..]` with each angle repeated, interleaved pairs.
-    WidthFirstInterleaved,
-    /// MiniMax M3 VL: `(d / 3) / 2` frequencies per axis `t, h, w`, `[t.. | h.. | w..]`
-    /// twice over the first `6 * ((d / 3) / 2)` lanes (half-split), the rest unrotated.
-    Thirds,
-    /// 1-D over a frame's (residue's, patch's) index, transformers' default parameters:
-    /// `theta^(-2i/r)` over the first `r = int(head_dim * partial_rotary_factor)` lanes, pairs
-    /// as given (audio, codec, protein and time-series encoders).
-    Line(PairLayout),
-    /// CLVP's speech encoder: 1-D over the first `max(projection_dim / (2 heads), 32)`
-    /// lanes, half-split, theta 10 000 whatever the config says.
-    Clvp,
-}
-
-/// Where a family keeps its vision tower and what it builds there.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Rule {
-    /// The top-level `model_type`.
-    pub(super) model_type: &'static str,
-    /// The keys from the top level to the vision sub-config (empty: the top level).
-    pub(super) sub: &'static [&'static str],
-    /// The module's path in the model.
-    pub(super) path: &'static str,
-    /// transformers' class of the module.
-    pub(super) module: &'static str,
-    pub(super) form: Form,
-    /// The key of the tower's width (`hidden_size`; Qwen2-VL's `embed_dim`).
-    pub(super) width_key: &'static str,
-    /// The sub-config class's defaults: width, heads, `head_dim`, theta.
-    pub(super) defaults: (u64, u64, Option<u64>, f64),
-    /// The key of the heads where it is neither `num_heads` nor `num_attention_heads`
-    /// (Moonshine's encoder: `encoder_num_attention_heads`).
-    pub(super) heads_key: Option<&'static str>,
-    /// The default `partial_rotary_factor` of a 1-D module's config class.
-    pub(super) partial: f64,
-    /// The `rope_type` the module takes (`axial` for the towers, `default` for 1-D
-    /// encoders); `None` where the module reads only the theta (Llama 4's tower).
-    pub(super) rope_type: Option<&'static str>,
-    /// A further divisor of the width, 1 by default (SAM's memory attention:
-    /// `memory_attention_downsample_rate`).
-    pub(super) divisor_key: Option<&'static str>,
-}
 
 /// The vision sub-config of `config` along `sub`: an object (missing: the class's defaults).
 fn sub_config<'a>(

@@ -3,40 +3,13 @@
 //! and the tower config class's defaults. Generated from `tests/data/hf/vision_rope.json`
 //! (the families with a golden case), which `tests/rope_axes/vision.rs` checks row by row.
 
-use super::vision_rope::{Form, Rule};
+use super::encoder_rule::{Form, Rule, rule as r};
 use Form::{Dealt, Halves, Thirds, WidthFirstAlternating, WidthFirstBlocks, WidthFirstInterleaved};
 
 const TOP: &[&str] = &[];
 pub(super) const VISION: &[&str] = &["vision_config"];
 const THINKER: &[&str] = &["thinker_config", "vision_config"];
 const VLM: &[&str] = &["vlm_config", "vision_config"];
-
-/// One row: model type, the keys to the tower's config, module path and class, form, width
-/// key, and the defaults (width, heads, `head_dim`, theta).
-#[allow(clippy::too_many_arguments)]
-const fn r(
-    model_type: &'static str,
-    sub: &'static [&'static str],
-    path: &'static str,
-    module: &'static str,
-    form: Form,
-    width_key: &'static str,
-    defaults: (u64, u64, Option<u64>, f64),
-) -> Rule {
-    Rule {
-        model_type,
-        sub,
-        path,
-        module,
-        form,
-        width_key,
-        defaults,
-        heads_key: None,
-        partial: 1.0,
-        rope_type: Some("axial"),
-        divisor_key: None,
-    }
-}
 
 /// SAM 3's ViT: one module per layer (`{i}`: 32 by default), the same rotation; windowed
 /// layers take positions in their window, global ones the whole grid scaled to a window.
