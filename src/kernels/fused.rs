@@ -323,11 +323,7 @@ impl Rope {
                 cache: views.k_cache.dtype,
                 paged: slots.is_some(),
                 q_out: call.q_out.is_some(),
-                qk_norm: if call.qk_norm.is_some() {
-                    groups as u8
-                } else {
-                    0
-                },
+                qk_norm: call.qk_norm.map_or(0, |_| groups as u8),
                 subgroups: call.qk_norm.is_some() && groups <= u64::from(self.ctx.subgroup_min),
             },
             positions: positions.mode(),
@@ -360,15 +356,8 @@ impl Rope {
         };
         let (k, k_base) = self.cache_slot(views.k_cache, "the K cache")?;
         let (v, v_base) = self.cache_slot(views.v_cache, "the V cache")?;
-        let flag = match call.cache.overflow_flag {
-            Some(f) => {
-                let f = words(f, 1, "KV cache overflow flag")?;
-                let w = self.ctx.window(f.buffer, f.first * 4, 4);
-                params.flag_base = ((f.first * 4 - w.0) / 4) as u32;
-                Some((f.buffer.clone(), w))
-            }
-            None => None,
-        };
+        let (flag, flag_base) = self.overflow_flag(call)?;
+        params.flag_base = flag_base;
         let shared = [flag, k, v];
         Ok(Block {
             spec,
@@ -379,6 +368,20 @@ impl Rope {
             positions,
             slots,
         })
+    }
+
+    /// The binding of the call's KV-cache overflow flag (none without one) and the flag's
+    /// word index in its window.
+    fn overflow_flag(&self, call: &QkvCall<'_>) -> Result<(Slot, u32)> {
+        let Some(f) = call.cache.overflow_flag else {
+            return Ok((None, 0));
+        };
+        let f = words(f, 1, "KV cache overflow flag")?;
+        let w = self.ctx.window(f.buffer, f.first * 4, 4);
+        Ok((
+            Some((f.buffer.clone(), w)),
+            ((f.first * 4 - w.0) / 4) as u32,
+        ))
     }
 
     /// The frequency words (3 per pair), then with QK-norm the norm factors (where the
