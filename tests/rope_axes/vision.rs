@@ -352,6 +352,17 @@ fn check_matrix(rows: &[String], [read, partly, refused]: [usize; 3]) {
     );
 }
 
+/// `config` is refused with a typed error naming `key`.
+fn bad_key(config: Value, key: &str) {
+    let e = RotaryModule::from_hf_vision_config(&config).expect_err(key);
+    match &e {
+        Error::Frequency(FrequencyError::InvalidConfigValue { key: k, .. }) => {
+            assert_eq!(k, key, "{e}")
+        }
+        _ => panic!("{key}: {e}"),
+    }
+}
+
 /// Bad vision configs are typed errors that name the key; a family not read names its
 /// module; a model without a known rotating tower says which are read; Pixtral's tower is
 /// found inside another model (LLaVA's) by its own `model_type`.
@@ -363,15 +374,6 @@ fn vision_configs_with_bad_keys_are_typed_errors() {
         RotaryModule::from_hf_vision_config(&qwen(json!({"embed_dim": 1280, "num_heads": 16})))
             .expect("Qwen2-VL");
     assert_eq!((ok[0].head_dim, ok[0].spec.base), (80, 1e4));
-    let bad_key = |config: Value, key: &str| {
-        let e = RotaryModule::from_hf_vision_config(&config).expect_err(key);
-        match &e {
-            Error::Frequency(FrequencyError::InvalidConfigValue { key: k, .. }) => {
-                assert_eq!(k, key, "{e}")
-            }
-            _ => panic!("{key}: {e}"),
-        }
-    };
     bad_key(
         qwen(json!({"rope_parameters": {"rope_type": "yarn"}})),
         "rope_parameters.rope_type",
@@ -427,15 +429,6 @@ fn vision_configs_with_bad_keys_are_typed_errors() {
 #[test]
 fn encoder_configs_with_bad_keys_are_typed_errors() {
     use serde_json::json;
-    let bad_key = |config: Value, key: &str| {
-        let e = RotaryModule::from_hf_vision_config(&config).expect_err(key);
-        match &e {
-            Error::Frequency(FrequencyError::InvalidConfigValue { key: k, .. }) => {
-                assert_eq!(k, key, "{e}")
-            }
-            _ => panic!("{key}: {e}"),
-        }
-    };
     // A 1-D encoder: its rope type must be the default one, its rotated width even.
     let asr = |audio: Value| json!({"model_type": "glmasr", "audio_config": audio});
     let read = RotaryModule::from_hf_vision_config(&asr(json!({}))).expect("GLM-ASR");
