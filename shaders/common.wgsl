@@ -197,8 +197,9 @@ fn lane_positions(w: Work, axis: UV) -> UV {
 // Sine and cosine of the G angles of pair group g at lane positions p.
 fn angles_at(p: UV, g: u32) -> SinCos {
     if POS_MODE == 5u || POS_MODE == 6u {
-        // f32 positions (RoPE: below one revolution a position, no whole revolutions).
-        return float_sincos(p, freq[3u * g], freq[3u * g + 1u], UV(0u));
+        // f32 positions: the whole revolutions a position are the third word's bits above
+        // the axis (`axis | W << 2`; 0 below one revolution a position).
+        return float_sincos(p, freq[3u * g], freq[3u * g + 1u], freq[3u * g + 2u] >> UV(2u));
     }
     if FROM_CACHE {
         // Positions past the cache are clamped to its last row and flagged: never a read
@@ -213,9 +214,10 @@ fn angles_at(p: UV, g: u32) -> SinCos {
     return sincos_turns(turns(p, freq[3u * g], freq[3u * g + 1u]));
 }
 
-// Positions of the lanes of pair group g of token (w.b, w.s).
+// Positions of the lanes of pair group g of token (w.b, w.s): the axis is the third word's
+// low two bits.
 fn group_positions(w: Work, g: u32) -> UV {
-    return lane_positions(w, freq[3u * g + 2u]);
+    return lane_positions(w, freq[3u * g + 2u] & UV(3u));
 }
 
 // The G angles of a pair group at lane positions p as 64-bit fixed-point revolutions

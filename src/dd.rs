@@ -23,6 +23,12 @@ const LN2: Dd = Dd {
     lo: 2.319_046_813_846_299_6e-17,
 };
 
+/// 2 pi in double-double.
+pub(crate) const TWO_PI: Dd = Dd {
+    hi: std::f64::consts::TAU,
+    lo: 2.449_293_598_294_706_4e-16,
+};
+
 /// `a + b` exactly, as a normalized pair.
 fn two_sum(a: f64, b: f64) -> Dd {
     let s = a + b;

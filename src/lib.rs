@@ -83,7 +83,7 @@ pub use kernels::rope::{Rope, RopeCall};
 pub use positions::{HostPositions, Positions};
 pub use sinusoid::{SinusoidalLayout, SinusoidalSpec, Timescales};
 pub use spec::{
-    AxisFrequencies, Dtype, MRope, MRopeOrder, NormWeight, OutputOrder, PairLayout, QkNorm,
-    RopeSpec,
+    AxisFrequencies, Dtype, FrequencyUnit, MRope, MRopeOrder, NormWeight, OutputOrder, PairLayout,
+    QkNorm, RopeSpec,
 };
 pub use tensor::{ArrayView, CosSinCache, Dims, Layout, TensorView};

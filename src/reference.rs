@@ -49,6 +49,19 @@ pub fn sincos_at(position: f64, freq: f64, freq_lo: f64) -> (f64, f64) {
     r.sin_cos()
 }
 
+/// [`sincos_at`] of `position * (turns + turns_lo)` revolutions (a frequency in revolutions
+/// per position, [`FrequencyUnit::Revolutions`](crate::FrequencyUnit::Revolutions)): the
+/// product's whole revolutions dropped exactly in f64 (`a - round(a)` is exact), then the
+/// fraction times 2 pi; within about 1e-15 of the real-number value while
+/// `|position * turns| < 2^60`.
+pub fn sincos_turns_at(position: f64, turns: f64, turns_lo: f64) -> (f64, f64) {
+    let a = position * turns;
+    let b = position.mul_add(turns, -a);
+    let c = position * turns_lo;
+    let t = (a - a.round()) + (b + c);
+    (TWO_PI_HI * t + TWO_PI_MID * t).sin_cos()
+}
+
 /// `base^(-2j/dim)` for `j` in `0..dim/2` as double-double `(hi, lo)` pairs: each power
 /// on its own, `exp(-(2j/dim) ln(base))` (the kernels' host builders take successive
 /// products instead).
@@ -123,7 +136,8 @@ pub fn rope_out(
     let seq_len = spec
         .scaling_seq_len
         .unwrap_or_else(|| positions.seq_len(src_layout, axes_count));
-    let (freqs, factor) = frequencies(spec, r, seq_len).expect("valid scaling");
+    let (freqs, factor) = frequencies_in_unit(spec, r, seq_len).expect("valid scaling");
+    let turns = spec.frequency_unit == crate::FrequencyUnit::Revolutions;
     let axes = spec.pair_axes(r).expect("valid sections");
     for b in 0..nb {
         for s in 0..ns {
@@ -137,6 +151,11 @@ pub fn rope_out(
                         .expect("host positions hold every position of the view");
                     let p = positions.position(nb, ns, b, s, axis).unwrap_or(0);
                     let (sin, cos) = match cache {
+                        // Revolutions per position, reduced in revolutions.
+                        None if turns => {
+                            let (sin, cos) = sincos_turns_at(value, f, f_lo);
+                            (sin * factor, cos * factor)
+                        }
                         // f32 positions: the angle of the f32 value itself.
                         None if matches!(
                             positions,
@@ -180,8 +199,25 @@ pub fn rope_out(
 
 /// The frequencies and attention factor of a RoPE spec: the default computed here, scaled
 /// ones from the host builders (which are tested against published values on their own).
-/// Each frequency is an unevaluated sum `(hi, lo)`.
+/// Each frequency is an unevaluated sum `(hi, lo)` in radians per position (those of a
+/// spec in revolutions times 2 pi).
 pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f64)>, f64)> {
+    let (f, factor) = frequencies_in_unit(spec, r, seq_len)?;
+    if spec.frequency_unit == crate::FrequencyUnit::Radians {
+        return Ok((f, factor));
+    }
+    // (hi + lo) 2 pi: the exact product of hi and 2 pi's first part, the rest added.
+    let rad = f.into_iter().map(|(hi, lo)| {
+        let p = hi * TWO_PI_HI;
+        let e = hi.mul_add(TWO_PI_HI, -p) + (hi * TWO_PI_MID + lo * TWO_PI_HI);
+        let s = p + e;
+        (s, e - (s - p))
+    });
+    Ok((rad.collect(), factor))
+}
+
+/// [`frequencies`] in the spec's unit.
+fn frequencies_in_unit(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f64)>, f64)> {
     if let Some(m) = spec
         .mrope
         .filter(|m| m.frequencies == crate::AxisFrequencies::PerAxis)

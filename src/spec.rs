@@ -26,6 +26,21 @@ impl PairLayout {
     }
 }
 
+/// What a frequency counts: radians per position (`angle = p f`), or revolutions per
+/// position (`angle = 2 pi p f`), the form of models that give periods rather than
+/// frequencies (DINOv3's `angles = 2 pi coords / periods`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FrequencyUnit {
+    /// Radians per position: every text RoPE, FLUX, Wan, Qwen2-VL.
+    #[default]
+    Radians,
+    /// Revolutions per position: each frequency of the spec (`base^(-2j/r)`, an axis's
+    /// list) is multiplied by `2 pi` exactly (in double-double, so a frequency of one
+    /// revolution stays exactly one). With f32 positions a pair may then turn a whole
+    /// revolution or more a position; the kernels carry those whole revolutions too.
+    Revolutions,
+}
+
 /// Where a rotation writes each pair's two elements when its output is another buffer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum OutputOrder {
@@ -263,6 +278,8 @@ pub struct RopeSpec {
     pub axis_bases: Option<[f64; 4]>,
     /// Where an out-of-place rotation writes each pair (see [`OutputOrder`]).
     pub output_order: OutputOrder,
+    /// Radians or revolutions per position (see [`FrequencyUnit`]).
+    pub frequency_unit: FrequencyUnit,
 }
 
 impl Default for RopeSpec {
@@ -277,6 +294,7 @@ impl Default for RopeSpec {
             mrope: None,
             axis_bases: None,
             output_order: OutputOrder::Pairs,
+            frequency_unit: FrequencyUnit::Radians,
         }
     }
 }
@@ -291,6 +309,13 @@ impl RopeSpec {
     /// DeepSeek-V3's order in HF transformers).
     pub fn output_order(mut self, order: OutputOrder) -> Self {
         self.output_order = order;
+        self
+    }
+
+    /// Sets what a frequency counts ([`FrequencyUnit::Revolutions`]: DINOv3's and
+    /// Sapiens2's `2 pi c / period`).
+    pub fn frequency_unit(mut self, unit: FrequencyUnit) -> Self {
+        self.frequency_unit = unit;
         self
     }
 
@@ -413,9 +438,22 @@ impl RopeSpec {
         self
     }
 
-    /// The frequencies of the `r / 2` pairs (`base` and the scaling, or one list per axis)
-    /// at sequence length `seq_len`.
+    /// The frequencies of the `r / 2` pairs in radians per position (`base` and the
+    /// scaling, or one list per axis, times `2 pi` for [`FrequencyUnit::Revolutions`]) at
+    /// sequence length `seq_len`.
     pub(crate) fn frequencies(&self, r: u32, seq_len: u64) -> Result<crate::Frequencies> {
+        let mut f = self.frequencies_in_unit(r, seq_len)?;
+        if self.frequency_unit == FrequencyUnit::Revolutions {
+            for (hi, lo) in f.inv_freq.iter_mut().zip(&mut f.inv_freq_lo) {
+                let rad = crate::dd::Dd { hi: *hi, lo: *lo }.mul(crate::dd::TWO_PI);
+                (*hi, *lo) = (rad.hi, rad.lo);
+            }
+        }
+        Ok(f)
+    }
+
+    /// The frequencies of the `r / 2` pairs in the spec's unit.
+    fn frequencies_in_unit(&self, r: u32, seq_len: u64) -> Result<crate::Frequencies> {
         if let Some(m) = self
             .mrope
             .filter(|m| m.frequencies == AxisFrequencies::Dealt)

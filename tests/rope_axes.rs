@@ -19,7 +19,8 @@ use common::{
 };
 use serde_json::Value;
 use wgpu_posenc::{
-    ArrayView, Dims, Layout, MRopeOrder, PairLayout, Positions, RopeSpec, TensorView, reference,
+    ArrayView, Dims, FrequencyUnit, Layout, MRopeOrder, PairLayout, Positions, RopeSpec,
+    TensorView, reference,
 };
 
 fn u(v: &Value) -> u64 {
@@ -428,7 +429,41 @@ fn f32_cases(pair: PairLayout, [flat, axes, axes4]: [&Vec<f32>; 3]) -> Vec<(Rope
             RopeSpec::new().pair_layout(pair).axes_dealt([5, 16, 11]),
             axes,
         ),
+        // Revolutions a position (DINOv3's periods: the first pair turns exactly one
+        // revolution), and frequencies of many revolutions a position (whole revolutions
+        // carried beside the axis): LongRoPE's short factors of 0.003 raise the first to
+        // 333 rad (53 revolutions), in revolutions to 333 revolutions.
+        (
+            RopeSpec::new()
+                .pair_layout(pair)
+                .axes_rope([0, 16, 16])
+                .base(100.0)
+                .frequency_unit(FrequencyUnit::Revolutions),
+            axes,
+        ),
+        (fast_spec(pair, 0.003), flat),
+        (
+            fast_spec(pair, 0.003).frequency_unit(FrequencyUnit::Revolutions),
+            flat,
+        ),
     ]
+}
+
+/// LongRoPE whose short factors (`factor` each, at a short length) raise every frequency
+/// by `1 / factor`.
+fn fast_spec(pair: PairLayout, factor: f64) -> RopeSpec {
+    use wgpu_posenc::{LongRope, Scaling};
+    let mut spec = RopeSpec::new()
+        .pair_layout(pair)
+        .scaling(Scaling::LongRope(LongRope {
+            short_factor: vec![factor; 32],
+            long_factor: vec![1.0; 32],
+            original_max_position_embeddings: 4096,
+            max_position_embeddings: 8192,
+            attention_factor: None,
+        }));
+    spec.scaling_seq_len = Some(16);
+    spec
 }
 
 /// f32 positions (negative, fractional, up to 2^31), 1-D and on three or four axes, both pair
@@ -474,29 +509,22 @@ fn f32_positions_match_the_reference() {
 }
 
 /// f32 positions are refused where they cannot be taken: the fused QKV call, a cos/sin
-/// cache, frequencies of a revolution or more a position, axes without an axes spec, and
+/// cache, frequencies of 2^30 revolutions or more a position, axes without an axes spec, and
 /// NaN, infinite or huge values on the host.
 #[test]
 fn f32_positions_are_refused_where_they_cannot_be_taken() {
-    use wgpu_posenc::{Error, HostPositions, LongRope, Scaling};
+    use wgpu_posenc::{Error, HostPositions};
     let ids = u32_buffer(&[0.5f32.to_bits(); 64]);
     let x = common::f32_buffer(&[0.25; 256]);
     let layout = Layout::bhsd([1, 1, 4, 64]);
     let view = TensorView::new(&x, layout);
     let mut encoder = ctx().device().create_command_encoder(&Default::default());
-    // LongRoPE factors below 1 raise the first frequency to 10 rad a position.
-    let mut fast = RopeSpec::new().scaling(Scaling::LongRope(LongRope {
-        short_factor: vec![0.1; 32],
-        long_factor: vec![1.0; 32],
-        original_max_position_embeddings: 4096,
-        max_position_embeddings: 8192,
-        attention_factor: None,
-    }));
-    fast.scaling_seq_len = Some(16);
+    // LongRoPE factors of 1e-10 raise the first frequency to 1e10 rad (1.6e9 revolutions)
+    // a position: more whole revolutions than the frequency words carry.
     let e = ctx()
         .encode_rope(
             &mut encoder,
-            &fast,
+            &fast_spec(PairLayout::HalfSplit, 1e-10),
             &view,
             Positions::Float(ArrayView::new(&ids)),
         )

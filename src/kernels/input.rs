@@ -124,18 +124,31 @@ pub(crate) fn words<'a>(view: ArrayView<'a>, count: u64, what: &'static str) -> 
     })
 }
 
-/// f32 positions meet frequencies below one revolution a position (every unscaled RoPE
-/// frequency, at most 1 rad): the frequency words keep the fraction of a revolution only.
-pub(crate) fn check_float_frequencies(inv_freq: &[Dd]) -> Result<()> {
-    match inv_freq.iter().find(|f| f.hi >= std::f64::consts::TAU) {
-        Some(f) => Err(Error::InvalidParameter {
-            what: "frequency with f32 positions",
-            value: f.hi,
-            need: "below 2 pi radians a position (a scaling that raises it is not taken with \
-                   f32 positions)",
-        }),
-        None => Ok(()),
+/// The most whole revolutions a position a RoPE frequency may turn at f32 positions: they
+/// share the frequency buffer's third word with the pair's axis (two bits), `axis | W << 2`.
+pub(crate) const MAX_WHOLE_REVOLUTIONS: u32 = (1 << 30) - 1;
+
+/// The third frequency words of RoPE at f32 positions: each pair's axis with its whole
+/// revolutions a position above it (`axis | W << 2`; `shaders/common.wgsl` reads both), so
+/// that a fractional position turns a frequency of a revolution or more exactly; `None`
+/// where every frequency is below one revolution (the words are then the axes alone).
+/// A frequency of `2^30` revolutions a position or more is refused.
+pub(crate) fn float_axis_words(inv_freq: &[Dd], axes: &[u32]) -> Result<Option<Vec<u32>>> {
+    let mut words: Option<Vec<u32>> = None;
+    for (j, (&f, &axis)) in inv_freq.iter().zip(axes).enumerate() {
+        let whole = crate::angle::whole_revolutions(f)
+            .filter(|&w| w <= MAX_WHOLE_REVOLUTIONS)
+            .ok_or(Error::InvalidParameter {
+                what: "frequency with f32 positions",
+                value: f.hi,
+                need: "below 2 pi 2^30 radians a position (the whole revolutions an f32 \
+                       position turns are carried in 30 bits)",
+            })?;
+        if whole > 0 {
+            words.get_or_insert_with(|| axes.to_vec())[j] = axis | whole << 2;
+        }
     }
+    Ok(words)
 }
 
 /// Which positions a kernel reads.

@@ -1,7 +1,7 @@
 //! Host side of `shaders/rope.wgsl`: validation and the pass for RoPE, in place or out of
 //! place, one tensor or Q and K together, angles on the fly or from a cos/sin cache.
 
-use super::input::{Reads, check_float_frequencies, resolve_positions, words};
+use super::input::{Reads, float_axis_words, resolve_positions, words};
 use super::pass::{EncodeReport, PairPass, PassCache, PassView, Words};
 use super::{Kernel, Second, Specialization, Width};
 use std::borrow::Cow;
@@ -238,9 +238,11 @@ impl Rope {
         let cache = self.call_cache(call, float)?;
         // A cache replaces the angles: no length needed.
         let angles = self.angles_at(seq_len.or(cache.is_some().then_some(0)))?;
-        if float {
-            check_float_frequencies(&angles.inv_freq)?;
-        }
+        // f32 positions: the whole revolutions of frequencies of one or more beside the axes.
+        let whole = match float {
+            true => float_axis_words(&angles.inv_freq, &self.axes)?,
+            false => None,
+        };
         let layouts: Vec<&Layout> = views.iter().map(|v| &v.layout).collect();
         let (a, second, b) = match (&call.k, &call.output) {
             (Some(k), _) => (&call.tensor, Second::InPlace, Some(k)),
@@ -273,7 +275,7 @@ impl Rope {
             pairs: self.rotary_dim / 2,
             half: self.rotary_dim / 2,
             inv_freq: &angles.inv_freq,
-            axes: &self.axes,
+            axes: whole.as_deref().unwrap_or(&self.axes),
             positions,
             // A cache holds the final cos and sin, the attention factor included, as HF's
             // rotary modules and vLLM's cos_sin_cache build them.
