@@ -20,6 +20,10 @@ pub(super) enum Form {
     WidthFirstBlocks,
     /// Inkling 2: `[w.. | h..]` with each angle repeated, interleaved pairs.
     WidthFirstInterleaved,
+    /// DINOv3 and Sapiens2: `[h.. | w..]` twice, half-split pairs, `theta^(-4k/d)`
+    /// revolutions per unit coordinate (`2 pi c / period`) over patch-centre coordinates in
+    /// `[-1, 1]`.
+    Periods,
     /// MiniMax M3 VL: `(d / 3) / 2` frequencies per axis `t, h, w`, `[t.. | h.. | w..]`
     /// twice over the first `6 * ((d / 3) / 2)` lanes (half-split), the rest unrotated.
     Thirds,

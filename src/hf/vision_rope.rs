@@ -12,7 +12,7 @@ use super::encoder_rule::{Form, Rule};
 use super::vision_rope_refused::HF_VISION_ROPE_NOT_READ;
 use super::vision_rope_rules::{RULES, VISION};
 use crate::error::{Error, FrequencyError, Result};
-use crate::spec::{AxisFrequencies, MRope, MRopeOrder, PairLayout, RopeSpec};
+use crate::spec::{AxisFrequencies, FrequencyUnit, MRope, MRopeOrder, PairLayout, RopeSpec};
 
 /// The vision sub-config of `config` along `sub`: an object (missing: the class's defaults).
 fn sub_config<'a>(
@@ -141,6 +141,9 @@ fn spec(keys: &Keys<'_>, rule: &Rule, d: u64) -> Result<RopeSpec> {
     }
     let spec = match rule.form {
         Form::Halves => base.axes_rope([0, d / 4, d / 4]),
+        Form::Periods => base
+            .axes_rope([0, d / 4, d / 4])
+            .frequency_unit(FrequencyUnit::Revolutions),
         Form::Dealt => base.axes_dealt([0, d / 4, d / 4]),
         Form::WidthFirstAlternating => ordered(MRopeOrder::WhThenT, PairLayout::HalfSplit),
         Form::WidthFirstBlocks => ordered(MRopeOrder::WhtChunks, PairLayout::HalfSplit),
@@ -178,6 +181,11 @@ impl RotaryModule {
     ///   to height and width ([`RopeSpec::axes_dealt`]);
     /// - width first: Kimi K2.5 ([`MRopeOrder::WhThenT`]), Step 3.7, Muse and Inkling 2
     ///   ([`MRopeOrder::WhtChunks`], Inkling 2 over interleaved pairs);
+    /// - DINOv3's ViT (also CHMv2's backbone) and Sapiens2: height then width as Qwen2-VL's,
+    ///   in revolutions per unit coordinate ([`FrequencyUnit::Revolutions`], theta 100), over
+    ///   the patch centres' coordinates in `[-1, 1]` as f32 positions
+    ///   ([`Positions::FloatAxes`](crate::Positions::FloatAxes)); the prefix tokens (CLS,
+    ///   registers) at `(0, 0)`, which leaves them unrotated exactly, as the model leaves them;
     /// - MiniMax M3 VL: three axes `(t, h, w)`, `(d / 3) / 2` pairs each, the rest of the head
     ///   unrotated;
     /// - 1-D over a frame's (residue's, patch's) index, transformers' default parameters

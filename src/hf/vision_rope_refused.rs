@@ -4,8 +4,6 @@
 
 const BLOCKS: &str = "each axis rotates its own half of the head (apply_multidimensional_rope: \
     two half-split blocks), a pair layout not built";
-const DINO: &str = "patch-centre coordinates normalized into [-1, 1] with periods in turns, \
-    prefix tokens unrotated, not checked yet";
 const VJEPA: &str = "3-D RoPE computed inside the attention from the token index (frame, row, \
     column blocks), not checked yet";
 const LOFTR: &str = "2-D RoPE over the whole hidden size of the coarse feature map, not \
@@ -17,14 +15,11 @@ const HEADS: &str = "turns each head by its index (position_ids = arange(heads))
 
 /// Families whose encoder rotates in a way the crate does not read: model type, module,
 /// reason.
-pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 9] = [
-    ("chmv2", "DINOv3ViTRopePositionEmbedding", DINO),
-    ("dinov3_vit", "DINOv3ViTRopePositionEmbedding", DINO),
+pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 6] = [
     ("efficientloftr", "EfficientLoFTRRotaryEmbedding", LOFTR),
     ("gemma4_vision", "Gemma4VisionRotaryEmbedding", BLOCKS),
     ("musicflamingo", "MusicFlamingoRotaryEmbedding", TIME),
     ("neucodec", "NeuCodecRotaryEmbedding", HEADS),
-    ("sapiens2", "Sapiens2RopePositionEmbedding", DINO),
     ("vjepa2", "VJEPA2RopeAttention", VJEPA),
     ("xcodec2", "Xcodec2RotaryEmbedding", HEADS),
 ];

@@ -4,7 +4,9 @@
 //! (the families with a golden case), which `tests/rope_axes/vision.rs` checks row by row.
 
 use super::encoder_rule::{Form, Rule, rule as r};
-use Form::{Dealt, Halves, Thirds, WidthFirstAlternating, WidthFirstBlocks, WidthFirstInterleaved};
+use Form::{
+    Dealt, Halves, Periods, Thirds, WidthFirstAlternating, WidthFirstBlocks, WidthFirstInterleaved,
+};
 
 const TOP: &[&str] = &[];
 pub(super) const VISION: &[&str] = &["vision_config"];
@@ -48,6 +50,27 @@ const fn sam_memory(
             WidthFirstInterleaved,
             "memory_attention_hidden_size",
             (256, 1, None, 1e4),
+        )
+    }
+}
+
+/// A DINOv3-style module at `path`: width over heads (the defaults given), theta 100.
+const fn periods(
+    model_type: &'static str,
+    sub: &'static [&'static str],
+    path: &'static str,
+    (width, heads): (u64, u64),
+) -> Rule {
+    Rule {
+        rope_type: None,
+        ..r(
+            model_type,
+            sub,
+            path,
+            "DINOv3ViTRopePositionEmbedding",
+            Periods,
+            "hidden_size",
+            (width, heads, None, 100.0),
         )
     }
 }
@@ -105,6 +128,19 @@ pub(super) const RULES: &[Rule] = &[
         "backbone.layers.{i}.rotary_emb",
     ),
     sam3_vit("sam3_vit_model", TOP, "layers.{i}.rotary_emb"),
+    // DINOv3's periods (the module reads `rope_theta` alone); CHMv2's backbone is a DINOv3
+    // ViT with CHMv2's defaults.
+    periods(
+        "chmv2",
+        &["backbone_config"],
+        "backbone.rope_embeddings",
+        (1024, 16),
+    ),
+    periods("dinov3_vit", TOP, "rope_embeddings", (384, 6)),
+    Rule {
+        module: "Sapiens2RopePositionEmbedding",
+        ..periods("sapiens2", TOP, "rope_embeddings", (1024, 16))
+    },
     r(
         "cohere_compass_vision",
         TOP,

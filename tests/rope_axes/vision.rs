@@ -270,8 +270,12 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
     );
     let big = q.iter().fold(1.0f64, |m, &v| m.max(v.abs()));
     // f32 frequencies times f32 positions, f32 cos and sin and products: a few units in the
-    // last place of the angle, times the values.
-    let allowed = 4.0 * big * (1.0 + far) * 2f64.powi(-23) + 1e-6;
+    // last place of the largest angle (at the fastest frequency, in radians: 2 pi for
+    // DINOv3's periods), times the values.
+    let r = rope.spec.rotary_dim.unwrap_or(d);
+    let (freqs, _) = reference::frequencies(&rope.spec, r, 1).expect("frequencies");
+    let fastest = freqs.iter().fold(1.0f64, |m, &(hi, _)| m.max(hi));
+    let allowed = 4.0 * big * (1.0 + far * fastest) * 2f64.powi(-23) + 1e-6;
     let e_module = max_diff(&theirs, &want);
     assert!(
         e_module <= allowed,
@@ -314,9 +318,13 @@ fn describe(r: &RotaryModule) -> String {
             r.head_dim, r.spec.base, r.spec.pair_layout
         );
     };
+    let unit = match r.spec.frequency_unit {
+        wgpu_posenc::FrequencyUnit::Radians => "",
+        wgpu_posenc::FrequencyUnit::Revolutions => " (revolutions a position)",
+    };
     format!(
-        "head {}, {rotated} lanes rotated; t/h/w pairs {:?}, {:?} order, {:?} frequencies, base \
-         {}, {:?} pairs",
+        "head {}, {rotated} lanes rotated; t/h/w pairs {:?}, {:?} order, {:?} frequencies{unit}, \
+         base {}, {:?} pairs",
         r.head_dim, m.section, m.order, m.frequencies, r.spec.base, r.spec.pair_layout
     )
 }
@@ -399,13 +407,27 @@ fn vision_configs_with_bad_keys_are_typed_errors() {
     let e = RotaryModule::from_hf_vision_config(&qwen(json!({"head_dim": 1u64 << 40})))
         .expect_err("huge head");
     assert!(matches!(e, Error::InvalidHeadDim { .. }), "{e}");
-    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "dinov3_vit"}))
-        .expect_err("DINOv3");
+    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "vjepa2"}))
+        .expect_err("V-JEPA 2");
     assert!(
         matches!(&e, Error::Frequency(FrequencyError::FamilyNotRead { reason, .. })
-            if reason.contains("DINOv3ViTRopePositionEmbedding")),
+            if reason.contains("VJEPA2RopeAttention")),
         "{e}"
     );
+    // DINOv3's periods, with the class's defaults (CHMv2's backbone: 1024 over 16 heads).
+    for (config, d) in [
+        (json!({"model_type": "dinov3_vit"}), 64),
+        (json!({"model_type": "chmv2"}), 64),
+        (
+            json!({"model_type": "dinov3_vit", "hidden_size": 768, "num_attention_heads": 6}),
+            128,
+        ),
+    ] {
+        let read = RotaryModule::from_hf_vision_config(&config).expect("DINOv3");
+        let spec = &read[0].spec;
+        assert_eq!((read[0].head_dim, spec.base), (d, 100.0), "{config}");
+        assert_eq!(spec.frequency_unit, wgpu_posenc::FrequencyUnit::Revolutions);
+    }
     let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "llama"})).expect_err("text");
     assert!(
         matches!(

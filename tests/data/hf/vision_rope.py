@@ -73,6 +73,17 @@ rotation of the form it states. The tokens are sample_indices(N), except in SAM 
 where that even spread (step 25) falls on the diagonal (w == h would hide an axis swap): its
 interior tokens move one column right.
 
+Part 2d, the period cases: one per module whose class is in `PERIODS` (DINOv3's ViT, inside CHMv2
+too, and Sapiens2), whose angles are 2*pi*c*f over patch-centre coordinates c in [-1, 1]: a
+frequency of one revolution a coordinate and more than a whole one at the coordinates' ends. The
+module is built on the CPU from the sub-config its model passes it and called on a 14 x 20 patch
+image (not square, so that an axis swap shows); the coordinates recorded are the model's own
+get_patches_center_coordinates (float32); the attention's apply_rotary_pos_emb is called on a
+random q [1, heads, prefix + 280, hd] with k = q, which leaves the prefix tokens (CLS and
+num_register_tokens registers) unrotated: they are recorded at coordinates (0, 0), where the
+crate's angle is exactly 0. Recorded as for the fixed cases, with position_row_names ["h", "w"],
+the prefix tokens and the first patch always among the sampled tokens.
+
 Floats: inputs and outputs are float32; each is written as the shortest decimal that reads back
 to the same float32 (parse as f64, then cast to f32). q is drawn with torch.randn in float64 after
 torch.manual_seed(0) (reseeded per case), rounded to 2 decimals and cast to float32: short
@@ -1146,6 +1157,64 @@ def make_fixed_case(model_type, key, module_cls, path):
     }
 
 
+# ---------------------------------------------------------------------------------------------
+# Part 2d: the period modules (DINOv3, Sapiens2): angles 2*pi*c*f at float coordinates.
+# ---------------------------------------------------------------------------------------------
+
+PERIODS = ("DINOv3ViTRopePositionEmbedding", "Sapiens2RopePositionEmbedding")
+PERIOD_GRID = (14, 20)  # patches (h, w) of the image the case feeds the module
+
+
+def make_periods_case(model_type, key, module_cls, path):
+    """Build the period module on the CPU, feed it an image, rotate q as the attention does."""
+    name = module_cls.__name__
+    modeling = sys.modules[module_cls.__module__]
+    sub = sub_config_of(model_type, key)
+    apply_fn = getattr(modeling, KEEP[name]["apply"])
+    torch.manual_seed(0)
+    # eval(): in training mode the forward moves the coordinates at random (augmentation).
+    module = module_cls(sub).eval()
+    patch = sub.patch_size if isinstance(sub.patch_size, int) else sub.patch_size[0]
+    gh, gw = PERIOD_GRID
+    cos, sin = module(torch.zeros(1, 3, gh * patch, gw * patch, dtype=torch.float32))
+    head_dim, config_heads = sub.hidden_size // sub.num_attention_heads, sub.num_attention_heads
+    heads, prefix = min(config_heads, MAX_HEADS), 1 + sub.num_register_tokens
+    # The model's own coordinates (the module's forward computes them the same way, eval mode).
+    coords = modeling.get_patches_center_coordinates(gh, gw, dtype=torch.float32, device="cpu")
+    n = prefix + gh * gw
+    q = torch.round(torch.randn(1, heads, n, head_dim, dtype=torch.float64), decimals=2).to(torch.float32)
+    out, _ = apply_fn(q, q, cos, sin)
+    assert out.dtype == torch.float32 and out.shape == q.shape, (name, out.dtype, out.shape)
+    # float64 check of the stated form: half-split pair j < hd/4 turns by 2 pi h f_j, pair hd/4 + j
+    # by 2 pi w f_j; the prefix tokens not at all.
+    f = module.inv_freq.double()
+    assert f.numel() == head_dim // 4, (name, f.numel())
+    pos = torch.cat([torch.zeros(prefix, 2), coords]).double()  # [n, 2] = (h, w)
+    half = 2 * math.pi * torch.cat([pos[:, :1] * f, pos[:, 1:] * f], dim=-1)  # [n, hd/2]
+    angles = torch.cat([half, half], dim=-1)
+    x = q.double()[0]
+    rot = torch.cat([-x[..., head_dim // 2:], x[..., : head_dim // 2]], dim=-1)
+    ref = x * angles.cos() + rot * angles.sin()
+    err = (out.double()[0] - ref).abs().max().item()
+    assert err < 1e-4 * q.abs().max().item(), (name, path, err)
+    idx = sorted(set(sample_indices(n)) | set(range(prefix + 1)))
+    theta = float(sub.rope_theta)
+    form = (f"2-D over patch-centre coordinates (h, w) in [-1, 1]: half-split pair j < {head_dim // 4} "
+            f"turns by 2 pi h f_j, pair {head_dim // 4} + j by 2 pi w f_j, f_j = {theta:g}^(-4j/{head_dim}) "
+            f"(revolutions per unit coordinate); the {prefix} prefix tokens unrotated (recorded at (0, 0))")
+    return {
+        "model_type": model_type, "module": name, "apply": KEEP[name]["apply"], "config_key": key,
+        "path": path, "head_dim": head_dim, "heads": heads, "config_heads": config_heads,
+        "rotary_dim": head_dim, "q_layout": "B,H,N,D", "call": "apply_rotary_pos_emb(q, q, cos, sin)",
+        "rope_theta": theta, "attention_scaling": 1.0, "form": form, "pairing": PAIRING["half"],
+        "position_source": "get_patches_center_coordinates(14, 20), prefix tokens at (0, 0)",
+        "position_shape": [n, 2], "position_row_names": ["h", "w"],
+        "num_tokens": n, "token_index": idx, "position_rows": f32(pos.float().T[:, idx]),
+        "inv_freq": f32(module.inv_freq), "q": f32(q[0].transpose(0, 1)[idx]),
+        "out": f32(out[0].transpose(0, 1)[idx]),
+    }
+
+
 SAME_AS_IGNORES = ("model_type", "module", "config_key", "path", "position_source", "form")
 
 
@@ -1169,6 +1238,8 @@ def build_cases(families):
                 case = make_1d_case(mt, key, classes[name], path)
             elif name in FIXED:  # every module: each SAM 3 ViT layer gets an entry
                 case = make_fixed_case(mt, key, classes[name], path)
+            elif name in PERIODS:
+                case = make_periods_case(mt, key, classes[name], path)
             else:
                 held.append(None)
                 continue
@@ -1185,7 +1256,8 @@ def build_cases(families):
         # the model_type whose case holds the numbers; a list (one per module) when they differ
         family["case"] = held[0] if len(set(held)) == 1 else held
     # a family's axial (vision) case before its 1-D ones
-    return sorted(cases, key=lambda c: (c["model_type"], c["module"] not in CASES and c["module"] not in FIXED))
+    return sorted(cases, key=lambda c: (c["model_type"], c["module"] not in CASES and c["module"] not in FIXED
+                                         and c["module"] not in PERIODS))
 
 
 def dump(value, depth=0, indent_depth=3):
