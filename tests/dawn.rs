@@ -29,9 +29,9 @@ use wgpu::util::DeviceExt;
 use wgpu_posenc::Dims;
 use wgpu_posenc::capture::{Capture, CapturedPass};
 use wgpu_posenc::{
-    ArrayView, CacheIndex, CosSinCache, Dtype, HostPositions, KvCache, Layout, NormWeight,
-    OutputOrder, PairLayout, PosEnc, Positions, QkNorm, QkvCall, RopeCall, RopeSpec, Scaling,
-    SincosGrid, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+    ArrayView, CacheIndex, CosSinCache, Dtype, FrequencyUnit, HostPositions, KvCache, Layout,
+    NormWeight, OutputOrder, PairLayout, PosEnc, Positions, QkNorm, QkvCall, RopeCall, RopeSpec,
+    Scaling, SincosGrid, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
 };
 
 /// WebGPU's default `minStorageBufferOffsetAlignment` (and Dawn's on SwiftShader).
@@ -884,6 +884,17 @@ fn recorded() -> &'static Recorder {
         let float_axes4: Vec<u32> = (0..4 * 2 * 11)
             .map(|i| ((i % 29) as f32 * 0.5 - 3.0).to_bits())
             .collect();
+        // Short factors of 0.003 raise every frequency 333-fold.
+        let mut fast = RopeSpec::new()
+            .frequency_unit(FrequencyUnit::Revolutions)
+            .scaling(Scaling::LongRope(wgpu_posenc::LongRope {
+                short_factor: vec![0.003; 8],
+                long_factor: vec![1.0; 8],
+                original_max_position_embeddings: 4096,
+                max_position_embeddings: 8192,
+                attention_factor: None,
+            }));
+        fast.scaling_seq_len = Some(16);
         let float_ids: Vec<u32> = (0..2 * 23)
             .map(|i| (i as f32 * -0.37 + 3.5).to_bits())
             .collect();
@@ -1009,6 +1020,22 @@ fn recorded() -> &'static Recorder {
                     head_dim: 64,
                 }),
                 HostPositions::Axes(&axes),
+            ),
+            (
+                "rope in revolutions a position (DINOv3's periods) at f32 axes",
+                RopeSpec::new()
+                    .axes_rope([0, 16, 16])
+                    .base(100.0)
+                    .frequency_unit(FrequencyUnit::Revolutions),
+                Layout::bhsd([2, 2, 11, 64]),
+                HostPositions::FloatAxes(&float_axes),
+            ),
+            (
+                "rope at f32 positions, 333 whole revolutions a position (LongRoPE factors \
+                 of 0.003, in revolutions)",
+                fast,
+                Layout::bhsd([2, 3, 23, 16]),
+                HostPositions::Float(&float_ids),
             ),
         ];
         for (name, spec, layout, host) in &f32_cases {

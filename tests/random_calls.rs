@@ -33,9 +33,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngSeed};
 use wgpu_posenc::Dims;
 use wgpu_posenc::{
-    ArrayView, AxisFrequencies, CosSinCache, Dtype, HostPositions, Layout, MRopeOrder, OutputOrder,
-    PairLayout, Positions, RopeCall, RopeSpec, Scaling, SinusoidalLayout, SinusoidalSpec,
-    TensorView, reference,
+    ArrayView, AxisFrequencies, CosSinCache, Dtype, FrequencyUnit, HostPositions, Layout,
+    MRopeOrder, OutputOrder, PairLayout, Positions, RopeCall, RopeSpec, Scaling, SinusoidalLayout,
+    SinusoidalSpec, TensorView, reference,
 };
 
 /// Calls made, and calls that ran and were compared with the reference (the rest returned
@@ -173,9 +173,11 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         scaling_strategy(),
         prop_oneof![6 => Just(None), 1 => (0u64..5000).prop_map(Some)],
         prop_oneof![5 => Just(OutputOrder::Pairs), 1 => Just(OutputOrder::PairHalves)],
+        // Frequencies in revolutions a position (DINOv3's) now and then.
+        prop_oneof![4 => Just(FrequencyUnit::Radians), 1 => Just(FrequencyUnit::Revolutions)],
     )
         .prop_map(
-            |(interleaved, rotary_dim, base, inverse, scaling, seq_len, order)| {
+            |(interleaved, rotary_dim, base, inverse, scaling, seq_len, order, unit)| {
                 let mut spec = RopeSpec::new()
                     .pair_layout(if interleaved {
                         PairLayout::Interleaved
@@ -185,7 +187,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                     .base(base)
                     .inverse(inverse)
                     .scaling(scaling)
-                    .output_order(order);
+                    .output_order(order)
+                    .frequency_unit(unit);
                 spec.rotary_dim = rotary_dim;
                 spec.scaling_seq_len = seq_len;
                 spec
