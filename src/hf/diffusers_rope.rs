@@ -45,7 +45,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 10] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 9] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -60,11 +60,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 10] = [
         "HeliosTransformer3DModel",
         "HeliosRotaryPosEmbed",
         "history tokens take averaged cos and sin of 2x and 4x blocks: not a rotation at one position",
-    ),
-    (
-        "HiDreamImageTransformer2DModel",
-        "HiDreamImageEmbedND",
-        "its default axes_dims_rope (32, 32) does not match its three id axes (diffusers fails on it too); published configs: not checked yet",
     ),
     (
         "HunyuanVideoFramepackTransformer3DModel",
@@ -270,6 +265,16 @@ fn shape(keys: &Keys<'_>, rule: Rule) -> Result<(Vec<u64>, u64, Option<u64>)> {
             let d = head(dims.iter().sum())?;
             (dims, d, None)
         }
+        Form::IdAxes(key, default) => {
+            let dims = widths(keys, key, default)?;
+            if dims.len() != 3 {
+                let need = "three widths, one per id axis (t, h, w): diffusers' module fails \
+                            on fewer (HiDream-I1's config.json has [64, 32, 32])";
+                return Err(Keys::bad(key, need, keys.0.get(key)));
+            }
+            let d = head(dims.iter().sum())?;
+            (dims, d, None)
+        }
         Form::Wan | Form::Cosmos => {
             let d = head(0)?;
             let hw = 2 * (d / 6);
@@ -312,7 +317,7 @@ fn shape(keys: &Keys<'_>, rule: Rule) -> Result<(Vec<u64>, u64, Option<u64>)> {
 fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<RotaryModule> {
     let (dims, d, one_d) = shape(keys, rule)?;
     let rotated = one_d.unwrap_or_else(|| dims.iter().sum());
-    if let Form::WholeAxes(key, _) = rule.form
+    if let Form::WholeAxes(key, _) | Form::IdAxes(key, _) = rule.form
         && rotated != d
     {
         let need = "widths summing to the head (hidden_size / num_heads)";
@@ -373,7 +378,8 @@ impl RotaryModule {
     ///   Bria Fibo 2, HunyuanVideo 1 and 1.5, Motif-Video, HunyuanImage, Wan 2.x (VACE,
     ///   Animate), Sana-Video, SkyReels-V2, ChronoEdit, AnyFlow, EasyAnimate, Qwen-Image,
     ///   Qwen-Image 2.1, NucleusMoE-Image, CogView4, GLM-Image, PRX, Lumina 2, Kandinsky 5,
-    ///   6 and 6 SR (`audio_freqs_scaling` 1 only), MiniMax H3;
+    ///   6 and 6 SR (`audio_freqs_scaling` 1 only), MiniMax H3, HiDream (three widths only:
+    ///   its class default of two, on which diffusers fails, is an error);
     /// - four axes ([`RopeSpec::axes_rope4`]): FLUX.2 and FLUX.3;
     /// - a theta per axis ([`RopeSpec::axis_bases`]): Cosmos;
     /// - interleaved M-RoPE: Ideogram 4 and Cosmos 3;

@@ -27,6 +27,9 @@ pub(super) enum Form {
     /// As [`Form::Axes`], the axes covering the whole head (PRX's: diffusers raises
     /// otherwise).
     WholeAxes(&'static str, &'static [u64]),
+    /// As [`Form::WholeAxes`], exactly three widths, one per column of the ids (HiDream's
+    /// `(0, row, column)`: diffusers' own forward fails on its default of two).
+    IdAxes(&'static str, &'static [u64]),
     /// 1-D RoPE over the first lanes: a key with its default (MiniMax Music 3's
     /// `rotary_dim`).
     Prefix(&'static str, u64),
@@ -207,6 +210,10 @@ fn image_rules(class: &str) -> Option<Vec<Rule>> {
                 IL,
                 Head::Over("hidden_size", 2304, "num_attention_heads", 24),
             )]
+        }
+        "HiDreamImageTransformer2DModel" => {
+            let form = Form::IdAxes("axes_dims_rope", &[32, 32]);
+            vec![rule("pe_embedder", "HiDreamImageEmbedND", form, T4)]
         }
         "PRXTransformer2DModel" => {
             let form = Form::WholeAxes("axes_dim", &[32, 32]);

@@ -93,6 +93,12 @@ fn diffusers_rotary_modules_read_from_their_configs() {
     short["axes_dim"] = serde_json::json!([16, 16]);
     let e = RotaryModule::from_diffusers_config(&short).expect_err("axes short of the head");
     assert!(e.to_string().contains("axes_dim"), "{e}");
+    // HiDream's default axes (32, 32) cover two of its three id columns: diffusers' own
+    // module fails on them, and the reader says so rather than reading two axes.
+    let mut two = builds["HiDreamImageTransformer2DModel"]["config"].clone();
+    two["axes_dims_rope"] = serde_json::json!([32, 32]);
+    let e = RotaryModule::from_diffusers_config(&two).expect_err("two axes for three ids");
+    assert!(e.to_string().contains("axes_dims_rope"), "{e}");
     // The layered Qwen-Image builds another module: refused by its name, not read as the
     // default one.
     let mut layered = builds["QwenImageTransformer2DModel"]["config"].clone();

@@ -37,7 +37,8 @@ The two forms of forward:
     Lumina 2's caption and image ids, AnyFlow's full-resolution grid, EasyAnimate's float
     crop coordinates, OmniGen's 1-D LongRoPE at positions 4 000 to 4 299
     (past its original 4 096: the long factors; the build takes factors of its own, see
-    `main`) (see `run_other`).
+    `main`) (see `run_other`). HiDream is built with the published HiDream-I1's
+    `axes_dims_rope` (64, 32, 32), on which its forward runs (see `main`).
 Classes of other forms are listed with their rotary modules and no golden.
 
 Output (stdout, JSON): {"generator", "diffusers", "torch", "builds": {label: {"config",
@@ -140,8 +141,10 @@ def run_ids(module):
     if axes < 3:
         raise ValueError(f"{axes} axes")
     ids = ids_positions(axes)
-    # Z-Image's `RopeEmbedder` indexes its tables by integer ids.
+    # Z-Image's `RopeEmbedder` indexes its tables by integer ids; HiDream's takes a batch.
     given = ids.long() if type(module).__name__ == "RopeEmbedder" else ids
+    if type(module).__name__ == "HiDreamImageEmbedND":
+        given = ids[None]
     return ids.tolist(), module(given)
 
 
@@ -345,6 +348,11 @@ def main():
                 kwargs = dict(rope_scaling=dict(
                     type="su", short_factor=[1.0 + 0.02 * k for k in range(48)],
                     long_factor=[1.0 + 0.25 * k for k in range(48)]))
+            if name == "HiDreamImageTransformer2DModel":
+                # The published HiDream-I1's axes (its config.json): the class's default
+                # (32, 32) covers two of the three id columns its forward passes, and
+                # diffusers' own module fails on it (IndexError).
+                kwargs = dict(kwargs, axes_dims_rope=(64, 32, 32))
             try:
                 builds[label] = build(getattr(diffusers, name), kwargs, label)
             except Exception as e:  # noqa: BLE001 (the config does not build)
