@@ -56,6 +56,20 @@ pub enum Error {
         /// The tensor's head dimension.
         head_dim: u64,
     },
+    /// The leading lanes and the rotated ones do not fit the head.
+    #[error(
+        "{leading_lanes} leading lanes (RopeSpec::leading_lanes) and rotary_dim {rotary_dim} \
+         must fit head_dim {head_dim}: rotary_dim even and non-zero, leading_lanes + \
+         rotary_dim at most head_dim (rotary_dim defaults to the lanes after the leading ones)"
+    )]
+    InvalidLeadingLanes {
+        /// The leading lanes given.
+        leading_lanes: u64,
+        /// The rotary dimension (given, or the lanes left after the leading ones).
+        rotary_dim: u64,
+        /// The tensor's head dimension.
+        head_dim: u64,
+    },
     /// [`OutputOrder::PairHalves`](crate::OutputOrder::PairHalves) with half-split pairs.
     #[error(
         "OutputOrder::PairHalves reorders interleaved pairs; half-split pairs are already in \

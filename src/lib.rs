@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 
 mod angle;
+mod axes;
 mod context;
 mod dd;
 mod error;

@@ -130,7 +130,9 @@ pub fn rope_out(
 ) {
     let [nb, nh, ns, d] = src_layout.shape;
     assert_eq!(src_layout.shape, dst_layout.shape);
-    let r = spec.rotary_dim.unwrap_or(d);
+    // The rotated lanes start after the leading ones, which are copied as they are.
+    let lead = spec.leading_lanes as usize;
+    let r = spec.rotary_dim.unwrap_or(d - spec.leading_lanes);
     // HF: the largest position of the call + 1.
     let axes_count = spec.mrope.map_or(1, |m| m.planes());
     let seq_len = spec
@@ -142,8 +144,12 @@ pub fn rope_out(
     for b in 0..nb {
         for s in 0..ns {
             for h in 0..nh {
-                let from = row_start(src_layout, b, h, s) as usize;
-                let to = row_start(dst_layout, b, h, s) as usize;
+                let row = (
+                    row_start(src_layout, b, h, s) as usize,
+                    row_start(dst_layout, b, h, s) as usize,
+                );
+                dst[row.1..row.1 + lead].copy_from_slice(&src[row.0..row.0 + lead]);
+                let (from, to) = (row.0 + lead, row.1 + lead);
                 for (j, &(f, f_lo)) in freqs.iter().enumerate() {
                     let axis = u64::from(axes[j]);
                     let value = positions
@@ -189,7 +195,7 @@ pub fn rope_out(
                     dst[to + o0] = x0 * cos - x1 * sin;
                     dst[to + o1] = x0 * sin + x1 * cos;
                 }
-                let tail = r as usize..d as usize;
+                let tail = r as usize..d as usize - lead;
                 dst[to + tail.start..to + tail.end]
                     .copy_from_slice(&src[from + tail.start..from + tail.end]);
             }
@@ -218,10 +224,7 @@ pub fn frequencies(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f
 
 /// [`frequencies`] in the spec's unit.
 fn frequencies_in_unit(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f64, f64)>, f64)> {
-    if let Some(m) = spec
-        .mrope
-        .filter(|m| m.frequencies == crate::AxisFrequencies::PerAxis)
-    {
+    if let Some(m) = spec.mrope.filter(|m| m.frequencies.per_axis()) {
         // One list per axis, each of its own width; the k-th pair of an axis in the row
         // takes entry k of its axis's list.
         let lists: Vec<Vec<(f64, f64)>> = m
@@ -231,7 +234,10 @@ fn frequencies_in_unit(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f6
             .enumerate()
             .map(|(a, &n)| {
                 let base = spec.axis_bases.map_or(spec.base, |b| b[a]);
-                inv_freq_exact(2 * n, base)
+                match m.frequencies {
+                    crate::AxisFrequencies::Rising => rising(n, base),
+                    _ => inv_freq_exact(2 * n, base),
+                }
             })
             .collect();
         let axes = m.axes(r / 2)?;
@@ -257,6 +263,24 @@ fn frequencies_in_unit(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f6
             Ok((pairs, f.attention_factor))
         }
     }
+}
+
+/// LTX's `n` frequencies rising from `pi/2`: `(pi/2) base^(k/(n-1))` as `exp(ln(base) k /
+/// (n-1)) pi/2` in double-double, `pi/2` alone for `n = 1`.
+fn rising(n: u64, base: f64) -> Vec<(f64, f64)> {
+    let l = crate::dd::Dd::from_f64(base).ln();
+    let half_pi = crate::dd::Dd {
+        hi: std::f64::consts::FRAC_PI_2,
+        lo: 6.123_233_995_736_766e-17,
+    };
+    (0..n)
+        .map(|k| {
+            let e = crate::dd::Dd::from_f64(k as f64)
+                .div(crate::dd::Dd::from_f64((n.max(2) - 1) as f64));
+            let f = l.mul(e).exp().mul(half_pi);
+            (f.hi, f.lo)
+        })
+        .collect()
 }
 
 /// The shared-list index of each pair of dealt frequencies: the `k`-th pair of an axis takes

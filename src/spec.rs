@@ -90,168 +90,7 @@ impl Dtype {
     }
 }
 
-/// Multimodal RoPE (Qwen2-VL and later): each pair takes its position from one of three
-/// axes (temporal, height, width) of [`Positions::Axes`](crate::Positions::Axes), or four
-/// (FLUX.2's `(t, h, w, l)`, [`RopeSpec::axes_rope4`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MRope {
-    /// Pairs per axis `[t, h, w]`, summing with [`MRope::fourth`] to `r / 2` (HF's
-    /// `mrope_section`, whose key order is the family's: ERNIE 4.5 VL writes `[h, w, t]`).
-    pub section: [u64; 3],
-    /// Pairs on a fourth axis, after the width ones (FLUX.2's `l`); 0 for three axes. A
-    /// fourth axis takes per-axis frequencies in contiguous blocks
-    /// ([`AxisFrequencies::PerAxis`], [`MRopeOrder::Chunks`]), and positions
-    /// `[4, batch, seq]`.
-    pub fourth: u64,
-    /// Which pairs read which axis.
-    pub order: MRopeOrder,
-    /// Which frequency each pair has.
-    pub frequencies: AxisFrequencies,
-}
-
-/// The frequencies of the pairs of [`MRope`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum AxisFrequencies {
-    /// One list over the `r / 2` pairs, `base^(-2j/r)` (and its scaling), whatever axis a
-    /// pair reads (Qwen2-VL and the other VLMs of transformers).
-    #[default]
-    Shared,
-    /// Each axis's pairs have a list of their own width: the `k`-th pair of an axis with
-    /// `n` pairs has `base^(-2k/(2n))` (diffusers' FLUX, Wan, HunyuanVideo: one 1-D RoPE per
-    /// axis, the three concatenated), whatever the order of the pairs (an axis's `k`-th pair
-    /// in the row takes its list's `k`-th entry), without a frequency scaling.
-    PerAxis,
-    /// One list over the `r / 2` pairs, `base^(-2i/r)`, dealt to the axes in turn like
-    /// cards: index 0 to the first axis with pairs, 1 to the next, and so on, skipping an
-    /// axis once its pairs are all dealt; an axis's `k`-th pair takes the `k`-th index dealt
-    /// to it. Pixtral's vision tower (`PixtralVisionRotaryEmbedding`, section `[0, d/4, d/4]`
-    /// over half-split pairs): the height pairs take the even frequencies, the width pairs the
-    /// odd ones. Without a frequency scaling.
-    Dealt,
-}
-
-impl AxisFrequencies {
-    /// The shared-list index of each pair, given each pair's axis (`axes`, from
-    /// [`MRope::axes`]); the identity for [`AxisFrequencies::Shared`] and
-    /// [`AxisFrequencies::PerAxis`], whose lists are already in pair order.
-    pub(crate) fn pair_indices(self, axes: &[u32]) -> Vec<usize> {
-        if self != AxisFrequencies::Dealt {
-            return (0..axes.len()).collect();
-        }
-        let mut left = [0usize; 4];
-        axes.iter().for_each(|&a| left[a as usize] += 1);
-        // The indices each axis receives, in the order it receives them.
-        let mut hands: [Vec<usize>; 4] = Default::default();
-        let mut next = 0;
-        while next < axes.len() {
-            for (a, hand) in hands.iter_mut().enumerate() {
-                if left[a] > 0 {
-                    left[a] -= 1;
-                    hand.push(next);
-                    next += 1;
-                }
-            }
-        }
-        let mut taken = [0usize; 4];
-        axes.iter()
-            .map(|&a| {
-                taken[a as usize] += 1;
-                hands[a as usize][taken[a as usize] - 1]
-            })
-            .collect()
-    }
-}
-
-/// How the pairs of [`MRope`] are assigned to the three axes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(
-    feature = "hf-config",
-    derive(serde::Deserialize),
-    serde(rename_all = "snake_case")
-)]
-pub enum MRopeOrder {
-    /// Contiguous sections `[t.. | h.. | w..]` (Qwen2-VL, Qwen2.5-VL, GLM-4.1V).
-    #[default]
-    Chunks,
-    /// `t h w t h w ...` while each axis has pairs left, the rest temporal (Qwen3-VL,
-    /// HunYuan-VL v4).
-    Interleaved,
-    /// `h w h w ...` over the first `h + w` pairs (`h == w`), then the `t` pairs (ERNIE 4.5
-    /// VL, whose rotary module stacks the two spatial halves).
-    HwThenT,
-    /// `w h w h ...` over the first `h + w` pairs (`h == w`), then the `t` pairs: width
-    /// first (Kimi K2.5's vision tower).
-    WhThenT,
-    /// Contiguous sections `[w.. | h.. | t..]`: width first (Step 3.7's and Inkling 2's
-    /// vision towers).
-    WhtChunks,
-}
-
-impl MRope {
-    /// Checks that the sections cover `pairs` pairs (at most half of
-    /// [`RopeSpec::MAX_HEAD_DIM`]); [`MRopeOrder::HwThenT`] and [`MRopeOrder::WhThenT`] need
-    /// `h == w`.
-    pub fn check(&self, pairs: u64) -> Result<()> {
-        let [t, h, w] = self.section;
-        let sum = t
-            .checked_add(h)
-            .and_then(|v| v.checked_add(w))
-            .and_then(|v| v.checked_add(self.fourth));
-        if sum != Some(pairs)
-            || pairs > RopeSpec::MAX_HEAD_DIM / 2
-            || (matches!(self.order, MRopeOrder::HwThenT | MRopeOrder::WhThenT) && h != w)
-        {
-            return Err(Error::InvalidMRopeSection {
-                section: self.section,
-                fourth: self.fourth,
-                pairs,
-            });
-        }
-        if self.fourth > 0
-            && (self.order != MRopeOrder::Chunks || self.frequencies != AxisFrequencies::PerAxis)
-        {
-            return Err(Error::Unsupported(
-                "a fourth position axis takes per-axis frequencies in contiguous blocks \
-                 (RopeSpec::axes_rope4)",
-            ));
-        }
-        Ok(())
-    }
-
-    /// The position planes the spec reads: 4 with a fourth axis, else 3.
-    pub fn planes(&self) -> u64 {
-        if self.fourth > 0 { 4 } else { 3 }
-    }
-
-    /// The axis (0, 1, 2) of each of the `pairs` pairs (an error where [`MRope::check`]
-    /// fails).
-    pub fn axes(&self, pairs: u64) -> Result<Vec<u32>> {
-        self.check(pairs)?;
-        let [t, h, w] = self.section;
-        Ok((0..pairs)
-            .map(|j| match self.order {
-                // HF Qwen3-VL: pairs 1, 4, 7, .. below 3h take height, 2, 5, 8, .. below
-                // 3w take width, all others temporal.
-                MRopeOrder::Interleaved => match j % 3 {
-                    1 if j < 3 * h => 1,
-                    2 if j < 3 * w => 2,
-                    _ => 0,
-                },
-                MRopeOrder::Chunks if j < t => 0,
-                MRopeOrder::Chunks if j < t + h => 1,
-                MRopeOrder::Chunks if j < t + h + w => 2,
-                MRopeOrder::Chunks => 3,
-                MRopeOrder::HwThenT if j < h + w => 1 + (j % 2) as u32,
-                MRopeOrder::HwThenT => 0,
-                MRopeOrder::WhThenT if j < h + w => 2 - (j % 2) as u32,
-                MRopeOrder::WhThenT => 0,
-                MRopeOrder::WhtChunks if j < w => 2,
-                MRopeOrder::WhtChunks if j < w + h => 1,
-                MRopeOrder::WhtChunks => 0,
-            })
-            .collect())
-    }
-}
+pub use crate::axes::{AxisFrequencies, MRope, MRopeOrder};
 
 /// Rotary position embedding: how to rotate. The tensor's shape comes with the tensor.
 #[derive(Clone, Debug, PartialEq)]
@@ -280,6 +119,11 @@ pub struct RopeSpec {
     pub output_order: OutputOrder,
     /// Radians or revolutions per position (see [`FrequencyUnit`]).
     pub frequency_unit: FrequencyUnit,
+    /// Lanes at the start of each head that pass through unrotated: the rotated lanes
+    /// (`rotary_dim`, the rest of the head by default) start after them, the pairs counted
+    /// from there. LTX-Video's and LTX-2's `dim % 6` padding (cos 1, sin 0 in front of the
+    /// table). Rotations in place only, through `encode_rope` (not the fused call).
+    pub leading_lanes: u64,
 }
 
 impl Default for RopeSpec {
@@ -295,6 +139,7 @@ impl Default for RopeSpec {
             axis_bases: None,
             output_order: OutputOrder::Pairs,
             frequency_unit: FrequencyUnit::Radians,
+            leading_lanes: 0,
         }
     }
 }
@@ -401,6 +246,28 @@ impl RopeSpec {
         self
     }
 
+    /// Positions on axes `[t, h, w]` with `section` pairs each in `order`, each axis's
+    /// frequencies rising from `pi/2` ([`AxisFrequencies::Rising`]). diffusers'
+    /// `LTXVideoRotaryPosEmbed` over an inner dimension `dim` is `[n, n, n]` with `n = dim /
+    /// 6`, [`MRopeOrder::Interleaved`], interleaved pairs, base 10 000, after `dim % 6`
+    /// [`RopeSpec::leading_lanes`].
+    pub fn axes_rising(mut self, section: [u64; 3], order: MRopeOrder) -> Self {
+        self.mrope = Some(MRope {
+            section,
+            fourth: 0,
+            order,
+            frequencies: AxisFrequencies::Rising,
+        });
+        self
+    }
+
+    /// Passes the first `lanes` lanes of each head through unrotated (see
+    /// [`RopeSpec::leading_lanes`]).
+    pub fn leading_lanes(mut self, lanes: u64) -> Self {
+        self.leading_lanes = lanes;
+        self
+    }
+
     /// Positions on axes `[t, h, w]` with `section` pairs each, in contiguous blocks, taking
     /// one list `base^(-2i/r)` dealt to the axes in turn ([`AxisFrequencies::Dealt`]):
     /// transformers' Pixtral vision tower, head 64, is `[0, 16, 16]` over half-split pairs,
@@ -466,44 +333,10 @@ impl RopeSpec {
                 attention_factor: shared.attention_factor,
             });
         }
-        let Some(m) = self
-            .mrope
-            .filter(|m| m.frequencies == AxisFrequencies::PerAxis)
-        else {
+        let Some(m) = self.mrope.filter(|m| m.frequencies.per_axis()) else {
             return Ok(self.scaling.frequencies(r, self.base, seq_len)?);
         };
-        // Each axis's list of its own width; a pair takes the next entry of its axis's list.
-        let mut lists = Vec::with_capacity(4);
-        for (axis, n) in m.section.into_iter().chain([m.fourth]).enumerate() {
-            let width = u32::try_from(2 * n).map_err(|_| Error::InvalidMRopeSection {
-                section: m.section,
-                fourth: m.fourth,
-                pairs: u64::from(r / 2),
-            })?;
-            let base = self.axis_bases.map_or(self.base, |b| b[axis]);
-            lists.push(if n == 0 {
-                crate::Frequencies {
-                    inv_freq: Vec::new(),
-                    inv_freq_lo: Vec::new(),
-                    attention_factor: 1.0,
-                }
-            } else {
-                Scaling::Default.frequencies(width, base, seq_len)?
-            });
-        }
-        let mut taken = [0usize; 4];
-        let mut out = crate::Frequencies {
-            inv_freq: Vec::new(),
-            inv_freq_lo: Vec::new(),
-            attention_factor: 1.0,
-        };
-        for a in m.axes(u64::from(r / 2))? {
-            let (list, k) = (&lists[a as usize], taken[a as usize]);
-            out.inv_freq.push(list.inv_freq[k]);
-            out.inv_freq_lo.push(list.inv_freq_lo[k]);
-            taken[a as usize] += 1;
-        }
-        Ok(out)
+        m.per_axis_frequencies(u64::from(r / 2), self.axis_bases.unwrap_or([self.base; 4]))
     }
 
     /// The M-RoPE axis of each of the `r / 2` pairs (all 0 without M-RoPE).
@@ -523,11 +356,20 @@ impl RopeSpec {
         if head_dim == 0 || !head_dim.is_multiple_of(2) || head_dim > Self::MAX_HEAD_DIM {
             return Err(Error::InvalidHeadDim { head_dim });
         }
-        let r = self.rotary_dim.unwrap_or(head_dim);
-        if r == 0 || !r.is_multiple_of(2) || r > head_dim {
-            return Err(Error::InvalidRotaryDim {
-                rotary_dim: r,
-                head_dim,
+        // The lanes after the leading ones: all of them rotate by default.
+        let after = head_dim.saturating_sub(self.leading_lanes);
+        let r = self.rotary_dim.unwrap_or(after);
+        if r == 0 || !r.is_multiple_of(2) || r > after {
+            return Err(match self.leading_lanes {
+                0 => Error::InvalidRotaryDim {
+                    rotary_dim: r,
+                    head_dim,
+                },
+                leading_lanes => Error::InvalidLeadingLanes {
+                    leading_lanes,
+                    rotary_dim: r,
+                    head_dim,
+                },
             });
         }
         if self.output_order == OutputOrder::PairHalves
@@ -538,13 +380,10 @@ impl RopeSpec {
         check_base(self.base)?;
         if let Some(bases) = self.axis_bases {
             bases.into_iter().try_for_each(check_base)?;
-            if self
-                .mrope
-                .is_none_or(|m| m.frequencies != AxisFrequencies::PerAxis)
-            {
+            if self.mrope.is_none_or(|m| !m.frequencies.per_axis()) {
                 return Err(Error::Unsupported(
                     "a base per axis (RopeSpec::axis_bases) is for per-axis frequencies \
-                     (RopeSpec::axes_rope or axes_rope4)",
+                     (RopeSpec::axes_rope, axes_rope4 or axes_rising)",
                 ));
             }
         }
@@ -552,10 +391,11 @@ impl RopeSpec {
         self.scaling.check_for(r, self.base)?;
         if let Some(m) = self.mrope {
             m.check(r / 2)?;
-            if m.frequencies == AxisFrequencies::PerAxis && self.scaling != Scaling::Default {
+            if m.frequencies.per_axis() && self.scaling != Scaling::Default {
                 return Err(Error::Unsupported(
-                    "per-axis frequencies (RopeSpec::axes_rope) take no scaling: each axis's \
-                     list is base^(-2k/width); use Scaling::Default",
+                    "per-axis frequencies (RopeSpec::axes_rope, axes_rising) take no scaling: \
+                     each axis's list is its own (base^(-2k/width), or rising from pi/2); use \
+                     Scaling::Default",
                 ));
             }
             if m.frequencies == AxisFrequencies::Dealt && self.scaling != Scaling::Default {

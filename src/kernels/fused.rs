@@ -516,6 +516,12 @@ impl Rope {
     /// The shapes, dtypes, usages, sizes and overlaps of a fused call.
     fn check_qkv<'c>(&self, call: &'c QkvCall<'c>) -> Result<Views<'c>> {
         let [batch, heads, _, d] = call.qkv.layout.shape;
+        if self.spec.leading_lanes > 0 {
+            return Err(Error::Unsupported(
+                "the fused QKV call rotates from lane 0 (and its QK-norm spans the head): \
+                 rotate after leading lanes (RopeSpec::leading_lanes) through encode_rope",
+            ));
+        }
         if d != self.head_dim {
             return Err(Error::DimMismatch {
                 spec: self.head_dim,

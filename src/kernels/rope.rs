@@ -165,7 +165,21 @@ fn check_order(spec: &RopeSpec, call: &RopeCall<'_>) -> Result<()> {
             what: "RopeCall::with_output, one tensor at a time",
         });
     }
+    if spec.leading_lanes > 0 && call.output.is_some() {
+        return Err(Error::Unsupported(
+            "leading lanes (RopeSpec::leading_lanes) rotate in place: copy the tensor, then \
+             rotate the copy",
+        ));
+    }
     Ok(())
+}
+
+/// The same view from lane `lead` of each row: the rotated lanes and the tail after them.
+fn from_lane<'v>(v: &TensorView<'v>, lead: u64) -> TensorView<'v> {
+    let mut v = *v;
+    v.layout.offset += lead;
+    v.layout.shape[3] -= lead;
+    v
 }
 
 impl Rope {
@@ -218,8 +232,30 @@ impl Rope {
         self.encode_checked(encoder, call, &views)
     }
 
-    /// Encodes a call whose views `check_call` accepted (not all empty).
+    /// Encodes a call whose views `check_call` accepted (not all empty); leading lanes
+    /// (in place only) as the same views from the first rotated lane.
     fn encode_checked(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        call: &RopeCall<'_>,
+        views: &[&TensorView<'_>],
+    ) -> Result<EncodeReport> {
+        let lead = self.spec.leading_lanes;
+        if lead == 0 {
+            return self.encode_lanes(encoder, call, views);
+        }
+        let narrowed = RopeCall {
+            tensor: from_lane(&call.tensor, lead),
+            k: call.k.as_ref().map(|k| from_lane(k, lead)),
+            ..*call
+        };
+        let views: Vec<TensorView<'_>> = views.iter().map(|v| from_lane(v, lead)).collect();
+        let views: Vec<&TensorView<'_>> = views.iter().collect();
+        self.encode_lanes(encoder, &narrowed, &views)
+    }
+
+    /// Encodes a checked call over views whose rotated lanes start at lane 0.
+    fn encode_lanes(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         call: &RopeCall<'_>,
