@@ -45,7 +45,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 9] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 6] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -67,24 +67,9 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 9] = [
         "history tokens take averaged cos and sin of 2x and 4x blocks: not a rotation at one position",
     ),
     (
-        "LTX2VideoTransformer3DModel",
-        "LTX2AudioVideoRotaryPosEmbed",
-        "frequencies increasing from pi/2 and fractional coordinates",
-    ),
-    (
-        "LTXVideoTransformer3DModel",
-        "LTXVideoRotaryPosEmbed",
-        "frequencies increasing from pi/2 and fractional coordinates",
-    ),
-    (
         "MochiTransformer3DModel",
         "MochiRoPE",
         "learned per-head frequencies",
-    ),
-    (
-        "SanaWMLTX2RefinerTransformer3DModel",
-        "SanaWMLTX2AudioVideoRotaryPosEmbed",
-        "frequencies increasing from pi/2 and fractional coordinates (LTX-2's)",
     ),
     (
         "SanaWMTransformer3DModel",
@@ -111,7 +96,8 @@ pub struct RotaryModule {
     /// width where it is less than the head.
     pub spec: RopeSpec,
     /// The attention head's width (`attention_head_dim`, or the axes' sum where the config
-    /// names none).
+    /// names none); LTX's modules rotate the whole inner dimension before the heads split,
+    /// and give that.
     pub head_dim: u64,
 }
 
@@ -242,6 +228,17 @@ fn head_dim(keys: &Keys<'_>, head: Head, sum: u64) -> Result<u64> {
             Some(v) if !v.is_null() => Ok(widths(keys, first, &[])?.iter().sum()),
             _ => Ok(widths(keys, key, default)?.iter().sum()),
         },
+        Head::Times(heads, h, width_key, w) => {
+            let d = width(keys, heads, h)?.saturating_mul(width(keys, width_key, w)?);
+            match d <= RopeSpec::MAX_HEAD_DIM {
+                true => Ok(d),
+                false => Err(Keys::bad(
+                    heads,
+                    "heads times their width of at most 2^20 lanes",
+                    Some(&d.into()),
+                )),
+            }
+        }
         Head::Over(dim, d, heads, h) => {
             let (dim, n) = (keys.opt_u(dim)?.unwrap_or(d), width(keys, heads, h)?);
             match dim % n {
@@ -306,15 +303,70 @@ fn shape(keys: &Keys<'_>, rule: Rule) -> Result<(Vec<u64>, u64, Option<u64>)> {
             let d = head(0)?;
             (Vec::new(), d, Some(d / 2))
         }
-        Form::Interleaved(..) => {
+        // LTX's: read by read_ltx, the whole inner dimension.
+        Form::Interleaved(..) | Form::Ltx(_) => {
             let d = head(0)?;
             (Vec::new(), d, Some(d))
         }
     })
 }
 
+/// LTX's rotation over `axes` axes of the inner dimension: `n = d / (2 axes)` rising
+/// frequencies per axis, interleaved (the one axis last, as two-axis models leave `t`), after
+/// `d % (2 axes)` leading lanes.
+fn read_ltx(keys: &Keys<'_>, rule: Rule, axes: u64) -> Result<RotaryModule> {
+    let d = head_dim(keys, rule.head, 0)?;
+    let n = d / (2 * axes);
+    if n == 0 {
+        let need = "an inner dimension of at least two lanes an axis";
+        return Err(Keys::bad("attention_head_dim", need, Some(&d.into())));
+    }
+    let theta = match rule.theta {
+        Theta::Fixed(t) => t,
+        Theta::Key(key, default) => keys.opt_f(key)?.unwrap_or(default),
+    };
+    let spec = match axes {
+        3 => RopeSpec::new().axes_rising([n, n, n], MRopeOrder::Interleaved),
+        _ => RopeSpec::new().axes_rising([0, 0, n], MRopeOrder::Chunks),
+    }
+    .base(theta)
+    .pair_layout(rule.layout)
+    .leading_lanes(d % (2 * axes))
+    .rotary_dim(2 * axes * n);
+    spec.validate(d)?;
+    Ok(RotaryModule {
+        path: rule.path,
+        module: rule.module,
+        spec,
+        head_dim: d,
+    })
+}
+
+/// LTX-2's `rope_type`: `interleaved` (its default) is read; `split` cuts one frequency list
+/// across the heads, each head a slice of it, half-split within the head: frequencies that
+/// differ from head to head, not read.
+fn ltx2_rope_type(keys: &Keys<'_>, class: &str, module: &'static str) -> Result<()> {
+    match keys.opt_str("rope_type")? {
+        None | Some("interleaved") => Ok(()),
+        Some("split") => Err(Error::Frequency(FrequencyError::DiffusersRopeNotRead {
+            class: class.to_string(),
+            module,
+            reason: "rope_type split: each head takes its own slice of one frequency list \
+                     spanning the heads (frequencies that differ from head to head), not read",
+        })),
+        Some(_) => Err(Keys::bad(
+            "rope_type",
+            "interleaved or split",
+            keys.0.get("rope_type"),
+        )),
+    }
+}
+
 /// One module's rotation, from its rule.
 fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<RotaryModule> {
+    if let Form::Ltx(axes) = rule.form {
+        return read_ltx(keys, rule, axes);
+    }
     let (dims, d, one_d) = shape(keys, rule)?;
     let rotated = one_d.unwrap_or_else(|| dims.iter().sum());
     if let Form::WholeAxes(key, _) | Form::IdAxes(key, _) = rule.form
@@ -383,6 +435,14 @@ impl RotaryModule {
     /// - four axes ([`RopeSpec::axes_rope4`]): FLUX.2 and FLUX.3;
     /// - a theta per axis ([`RopeSpec::axis_bases`]): Cosmos;
     /// - interleaved M-RoPE: Ideogram 4 and Cosmos 3;
+    /// - rising lists after leading lanes ([`RopeSpec::axes_rising`],
+    ///   [`RopeSpec::leading_lanes`]): LTX-Video, LTX-2 and SANA-WM's LTX-2 refiner (`rope_type`
+    ///   `interleaved`; `split` is refused by name). These rotate Q and K before the heads
+    ///   split: `head_dim` is the inner dimension (heads times their width, or
+    ///   `audio_cross_attention_dim`), a view of one head over `[batch, seq, inner]`, and the
+    ///   positions are each coordinate's fraction `g` of the module's base size as
+    ///   `2 g - 1`, f32 (`FloatAxes`; the one axis of the audio and cross-attention modules
+    ///   in the last plane);
     /// - 1-D: OmniGen (LongRoPE: set [`RopeSpec::scaling_seq_len`] to its largest position
     ///   plus one, as its module chooses between its factor lists), Stable Audio 3, LongCat
     ///   Audio, MiniMax Music 3, Kandinsky's text and audio modules.
@@ -425,6 +485,9 @@ impl RotaryModule {
                 false => Err(keys.unknown_class()),
             };
         };
+        if let Some(r) = rules.iter().find(|r| matches!(r.form, Form::Ltx(1))) {
+            ltx2_rope_type(&keys, class, r.module)?;
+        }
         rules.into_iter().map(|r| read_rule(&keys, r)).collect()
     }
 }

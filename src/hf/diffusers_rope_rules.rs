@@ -39,6 +39,10 @@ pub(super) enum Form {
     /// ([`MRopeOrder::Interleaved`]): `[t, h, w]` pairs under a key with its default, the
     /// temporal axis taking every pair past the spatial ones.
     Interleaved(&'static str, [u64; 3]),
+    /// LTX's: `n = d / (2 a)` frequencies rising from `pi/2` on each of `a` axes (three, or
+    /// one for the audio and cross-attention modules), interleaved per frequency, over the
+    /// whole inner dimension `d` after `d % (2 a)` leading lanes.
+    Ltx(u64),
 }
 
 /// The theta of a rule: a constant, or a key with diffusers' default.
@@ -59,6 +63,9 @@ pub(super) enum Head {
     /// audio tower: `axes_dims_a or axes_dims`).
     AxesSumOr(&'static str, &'static str, &'static [u64]),
     Over(&'static str, u64, &'static str, u64),
+    /// Heads times their width, two keys with their defaults: the inner dimension a module
+    /// rotates before the heads split (LTX's).
+    Times(&'static str, u64, &'static str, u64),
 }
 
 /// How a class builds one of its rotary modules.
@@ -144,6 +151,28 @@ fn kandinsky(m: &'static str) -> Rule {
         Head::AxesSum("axes_dims", K_AXES),
     );
     with(rule("visual_rope_embeddings", m, form, T4), IL, head)
+}
+
+/// LTX-2's four modules (and SANA-WM's refiner's copy of them): video over the inner
+/// dimension on three axes, audio over the audio one, and the two cross-attention modules
+/// over `audio_cross_attention_dim` on the time axis.
+fn ltx2(m: &'static str) -> Vec<Rule> {
+    let theta = Theta::Key("rope_theta", 1e4);
+    let video = Head::Times("num_attention_heads", 32, "attention_head_dim", 128);
+    let audio = Head::Times(
+        "audio_num_attention_heads",
+        32,
+        "audio_attention_head_dim",
+        64,
+    );
+    let cross = Head::Key("audio_cross_attention_dim", 2048);
+    let one = |path, axes, head| with(rule(path, m, Form::Ltx(axes), theta), IL, head);
+    vec![
+        one("rope", 3, video),
+        one("audio_rope", 1, audio),
+        one("cross_attn_rope", 1, cross),
+        one("cross_attn_audio_rope", 1, cross),
+    ]
 }
 
 /// The rules of a class's rotary modules, in the order the class builds them.
@@ -259,6 +288,13 @@ fn video_rules(class: &str) -> Option<Vec<Rule>> {
             let r = rule("rope", "CosmosRotaryPosEmbed", Form::Cosmos, T4);
             vec![with(r, HS, HEAD)]
         }
+        "LTXVideoTransformer3DModel" => {
+            let inner = Head::Times("num_attention_heads", 32, "attention_head_dim", 64);
+            let r = rule("rope", "LTXVideoRotaryPosEmbed", Form::Ltx(3), T4);
+            vec![with(r, IL, inner)]
+        }
+        "LTX2VideoTransformer3DModel" => ltx2("LTX2AudioVideoRotaryPosEmbed"),
+        "SanaWMLTX2RefinerTransformer3DModel" => ltx2("SanaWMLTX2AudioVideoRotaryPosEmbed"),
         "CogView4Transformer2DModel" => vec![glm("CogView4RotaryPosEmbed")],
         "GlmImageTransformer2DModel" => vec![glm("GlmImageRotaryPosEmbed")],
         _ => return None,

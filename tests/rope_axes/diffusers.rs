@@ -99,6 +99,25 @@ fn diffusers_rotary_modules_read_from_their_configs() {
     two["axes_dims_rope"] = serde_json::json!([32, 32]);
     let e = RotaryModule::from_diffusers_config(&two).expect_err("two axes for three ids");
     assert!(e.to_string().contains("axes_dims_rope"), "{e}");
+    // LTX-2's split tables (a slice of one list for each head) are refused by name; a
+    // rope_type diffusers does not know is a bad key.
+    let mut split = builds["LTX2VideoTransformer3DModel"]["config"].clone();
+    split["rope_type"] = serde_json::json!("split");
+    let e = RotaryModule::from_diffusers_config(&split).expect_err("split");
+    assert!(
+        matches!(
+            &e,
+            Error::Frequency(FrequencyError::DiffusersRopeNotRead {
+                module: "LTX2AudioVideoRotaryPosEmbed",
+                reason,
+                ..
+            }) if reason.contains("split")
+        ),
+        "{e}"
+    );
+    split["rope_type"] = serde_json::json!("neox");
+    let e = RotaryModule::from_diffusers_config(&split).expect_err("unknown rope_type");
+    assert!(e.to_string().contains("rope_type"), "{e}");
     // The layered Qwen-Image builds another module: refused by its name, not read as the
     // default one.
     let mut layered = builds["QwenImageTransformer2DModel"]["config"].clone();
@@ -125,7 +144,13 @@ fn check_module(label: &str, rope: &RotaryModule, golden: &Value) {
     };
     assert_eq!(rope.spec.pair_layout, layout, "{label}");
     let pairs = u(&golden["pairs"]);
-    let r = rope.spec.rotary_dim.unwrap_or(rope.head_dim);
+    // LTX's leading lanes, before the rotated pairs.
+    let lead = golden["lead"].as_u64().unwrap_or(0);
+    assert_eq!(rope.spec.leading_lanes, lead, "{label}: leading lanes");
+    let r = rope
+        .spec
+        .rotary_dim
+        .unwrap_or(rope.head_dim - rope.spec.leading_lanes);
     assert_eq!(r / 2, pairs, "{label}: rotated pairs");
     let positions: Vec<Vec<f64>> = golden["positions"]
         .as_array()
@@ -171,11 +196,15 @@ fn check_module(label: &str, rope: &RotaryModule, golden: &Value) {
         .map(|(&a, &b)| (f64::from(a) - b).abs())
         .fold(0.0, f64::max);
     assert!(ours <= 4e-7, "{label}: {ours:e} from the reference");
+    // The fastest pair's radians a position (LTX's reach (pi/2) theta), at least 1.
+    let (freqs, _) =
+        reference::frequencies(spec, r, spec.scaling_seq_len.unwrap_or(0)).expect("frequencies");
+    let fastest = freqs.iter().fold(1.0f64, |m, f| m.max(f.0));
     // The module's rotation of the same rows, from its cos and sin.
     let mut theirs = 0.0f64;
     for (k, p) in positions.iter().enumerate() {
         let (c, s) = (list(&golden["cos"][k]), list(&golden["sin"][k]));
-        let far = p.iter().fold(1.0f64, |m, &v| m.max(v.abs()));
+        let far = p.iter().fold(1.0f64, |m, &v| m.max(v.abs())) * fastest;
         // f32 angles of a position `far` (and f32 cos, sin): a few units in their last place.
         let allowed = 2.0 * (2e-7 + 8.0 * far * 2f64.powi(-24));
         for h in 0..heads as usize {
@@ -187,6 +216,7 @@ fn check_module(label: &str, rope: &RotaryModule, golden: &Value) {
                     PairLayout::Interleaved => (2 * j, 2 * j + 1),
                     PairLayout::HalfSplit => (j, j + pairs as usize),
                 };
+                let (i0, i1) = (i0 + lead as usize, i1 + lead as usize);
                 let (a, b) = (f64::from(x[i0]), f64::from(x[i1]));
                 out[i0] = a * c[j] - b * s[j];
                 out[i1] = a * s[j] + b * c[j];
@@ -225,6 +255,9 @@ fn describe(r: &RotaryModule) -> String {
             let [t, h, w] = m.section;
             format!("axes [{t}, {h}, {w}, {}]", m.fourth)
         }
+        Some(m) if m.frequencies == wgpu_posenc::AxisFrequencies::Rising => {
+            format!("rising from pi/2, axes {:?} {:?}", m.section, m.order)
+        }
         Some(m) if m.frequencies == wgpu_posenc::AxisFrequencies::PerAxis => {
             format!("axes {:?}", m.section)
         }
@@ -234,10 +267,14 @@ fn describe(r: &RotaryModule) -> String {
         Some(b) => format!("bases {:?}", &b[..3]),
         None => format!("base {}", s.base),
     };
-    let r_dim = s.rotary_dim.unwrap_or(r.head_dim);
+    let r_dim = s.rotary_dim.unwrap_or(r.head_dim - s.leading_lanes);
     let scaling = s.scaling.name();
+    let lead = match s.leading_lanes {
+        0 => String::new(),
+        n => format!(" after {n}"),
+    };
     format!(
-        "`{}`: {axes}, {base}, {layout}, {r_dim} of {} lanes, {scaling}",
+        "`{}`: {axes}, {base}, {layout}, {r_dim} of {} lanes{lead}, {scaling}",
         r.path, r.head_dim
     )
 }

@@ -182,6 +182,40 @@ OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky6RoPE3D", "Kandinsk
          "OmniGenSuScaledRotaryEmbedding", "AnyFlowRotaryPosEmbed", "EasyAnimateRotaryPosEmbed"}
 
 
+# LTX's modules: rising frequencies over the inner dimension, `dim % (2 axes)` leading lanes.
+LTX = {"LTXVideoRotaryPosEmbed", "LTX2AudioVideoRotaryPosEmbed",
+       "SanaWMLTX2AudioVideoRotaryPosEmbed"}
+
+
+def run_ltx(module, name, path):
+    """LTX's modules at their pipelines' coordinates, and the positions the crate takes: each
+    coordinate as a fraction `g` of the base size, `2 g - 1`, in f32 as the module computes it.
+    LTX-Video: a 9 x 24 x 40 latent grid (65 frames of 768 x 1280) at the pipeline's
+    `rope_interpolation_scale` (8 / 25 fps, 32, 32), the grid from the module's own
+    `_prepare_video_coords`. LTX-2: the module's `prepare_video_coords` (7 x 16 x 24, 24 fps)
+    or `prepare_audio_coords` (40 frames), the midpoint of each patch's bounds; the
+    cross-attention modules at the time axis of those (`coords[:, 0:1]`, as the transformer
+    passes them)."""
+    cpu = torch.device("cpu")
+    if name == "LTXVideoRotaryPosEmbed":
+        f, h, w = 9, 24, 40
+        scale = (8 / 25, 32.0, 32.0)
+        grid = module._prepare_video_coords(1, f, h, w, scale, cpu)
+        out = module(torch.empty(1, f * h * w, module.dim), f, h, w, scale)
+        return (grid[0] * 2 - 1).tolist(), out
+    audio = module.modality == "audio"
+    coords = (module.prepare_audio_coords(1, 40, cpu) if audio
+              else module.prepare_video_coords(1, 7, 16, 24, cpu, fps=24.0))
+    if path.startswith("cross_attn"):
+        coords = coords[:, 0:1]
+    out = module(coords, cpu)
+    base = (module.base_num_frames, module.base_height, module.base_width)
+    start, end = coords.float().chunk(2, dim=-1)
+    mid = ((start + end) / 2.0).squeeze(-1)
+    grid = torch.stack([mid[:, i] / base[i] for i in range(mid.shape[1])], dim=-1)
+    return (grid[0] * 2 - 1).tolist(), out
+
+
 def run_other(module, name, config):
     """Kandinsky's 3-D module at `(t, h, w) / scale_factor` (the config's scale factor, or
     (1, 2, 2) as Kandinsky 5's pipeline passes) and its 1-D text module at `0..S`; the 1-D audio
@@ -296,15 +330,23 @@ def golden(label, path, module, config):
         form, (positions, out) = "grid", run_grid(cpu, name)
     elif name in OTHER:
         form, (positions, out) = "other", run_other(cpu, name, config)
+    elif name in LTX:
+        form, (positions, out) = "other", run_ltx(cpu, name, path)
     else:
         return None
     cos, sin, layout = to_pairs(out)
+    # LTX's leading lanes (cos 1, sin 0), before the rotated pairs.
+    lead = cpu.dim % (2 * len(positions[0])) if name in LTX else 0
+    if lead:
+        assert layout == "interleaved" and bool((cos[:, : lead // 2] == 1).all())
+        assert bool((sin[:, : lead // 2] == 0).all())
+        cos, sin = cos[:, lead // 2:], sin[:, lead // 2:]
     if cos.shape[0] != len(positions):
         raise ValueError(f"{cos.shape[0]} rows for {len(positions)} tokens")
     rng = random.Random(f"rope-configs-{label}-{path}")
     s = len(positions)
     rows = sorted({0, s - 1} | {rng.randrange(s) for _ in range(SAMPLES - 2)})
-    return dict(path=path, module=name, form=form, layout=layout, pairs=cos.shape[1],
+    return dict(path=path, module=name, form=form, layout=layout, lead=lead, pairs=cos.shape[1],
                 rows=rows, positions=[positions[r] for r in rows],
                 cos=[cos[r].tolist() for r in rows], sin=[sin[r].tolist() for r in rows])
 
