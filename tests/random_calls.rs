@@ -175,9 +175,11 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         prop_oneof![5 => Just(OutputOrder::Pairs), 1 => Just(OutputOrder::PairHalves)],
         // Frequencies in revolutions a position (DINOv3's) now and then.
         prop_oneof![4 => Just(FrequencyUnit::Radians), 1 => Just(FrequencyUnit::Revolutions)],
+        // Lanes before the rotated ones (LTX's padding), odd ones too, now and then.
+        prop_oneof![6 => Just(0u64), 1 => 1u64..9],
     )
         .prop_map(
-            |(interleaved, rotary_dim, base, inverse, scaling, seq_len, order, unit)| {
+            |(interleaved, rotary_dim, base, inverse, scaling, seq_len, order, unit, lead)| {
                 let mut spec = RopeSpec::new()
                     .pair_layout(if interleaved {
                         PairLayout::Interleaved
@@ -188,7 +190,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                     .inverse(inverse)
                     .scaling(scaling)
                     .output_order(order)
-                    .frequency_unit(unit);
+                    .frequency_unit(unit)
+                    .leading_lanes(lead);
                 spec.rotary_dim = rotary_dim;
                 spec.scaling_seq_len = seq_len;
                 spec
@@ -248,7 +251,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                     _ => {
                         // M-RoPE sections covering the rotary pairs when they can; one
                         // frequency list per axis with contiguous sections now and then.
-                        let pairs = spec.rotary_dim.unwrap_or(layout.shape[3]) / 2;
+                        let lanes = layout.shape[3].saturating_sub(spec.leading_lanes);
+                        let pairs = spec.rotary_dim.unwrap_or(lanes) / 2;
                         let t = pairs / 3;
                         let order = [
                             MRopeOrder::Chunks,
@@ -270,12 +274,12 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                             5 => spec.axes_rope4([pairs.saturating_sub(3 * t), t, t, t]),
                             // One list dealt to the axes (Pixtral's).
                             9 => spec.axes_dealt([pairs - 2 * t, t, t]),
+                            // Lists rising from pi/2 (LTX's), in any order.
+                            3 => spec.axes_rising([pairs - 2 * t, t, t], order),
                             _ => spec.mrope_order([pairs - 2 * t, t, t], order),
                         };
                         // A base per axis (Cosmos') with per-axis lists, now and then.
-                        let per_axis = spec
-                            .mrope
-                            .is_some_and(|m| m.frequencies == AxisFrequencies::PerAxis);
+                        let per_axis = spec.mrope.is_some_and(|m| m.frequencies.per_axis());
                         if per_axis && seed % 3 == 1 {
                             let base = spec.base;
                             spec = spec.axis_bases([base * 2.0, base, 500.0, 1e6]);
@@ -313,8 +317,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         )
 }
 
-/// HF's pair-halves order is written only out of place, over interleaved pairs: any other
-/// RoPE call with it that ran is a failure.
+/// HF's pair-halves order is written only out of place, over interleaved pairs, and leading
+/// lanes only in place: any other RoPE call with them that ran is a failure.
 fn refuses_order(case: &Case, ran: bool) -> Result<(), String> {
     let rope = matches!(
         case.entry,
@@ -324,6 +328,10 @@ fn refuses_order(case: &Case, ran: bool) -> Result<(), String> {
         matches!(case.entry, Entry::RopeOut) && case.spec.pair_layout == PairLayout::Interleaved;
     if ran && rope && case.spec.output_order == OutputOrder::PairHalves && !allowed {
         return Err(format!("{:?} ran in PairHalves order", case.entry));
+    }
+    // Leading lanes rotate in place only.
+    if ran && matches!(case.entry, Entry::RopeOut) && case.spec.leading_lanes > 0 {
+        return Err("an out-of-place call ran after leading lanes".into());
     }
     Ok(())
 }
