@@ -30,8 +30,8 @@ use wgpu_posenc::Dims;
 use wgpu_posenc::capture::{Capture, CapturedPass};
 use wgpu_posenc::{
     ArrayView, CacheIndex, CosSinCache, Dtype, FrequencyUnit, HostPositions, KvCache, Layout,
-    NormWeight, OutputOrder, PairLayout, PosEnc, Positions, QkNorm, QkvCall, RopeCall, RopeSpec,
-    Scaling, SincosGrid, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+    MRopeOrder, NormWeight, OutputOrder, PairLayout, PosEnc, Positions, QkNorm, QkvCall, RopeCall,
+    RopeSpec, Scaling, SincosGrid, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
 };
 
 /// WebGPU's default `minStorageBufferOffsetAlignment` (and Dawn's on SwiftShader).
@@ -1036,6 +1036,22 @@ fn recorded() -> &'static Recorder {
                 fast,
                 Layout::bhsd([2, 3, 23, 16]),
                 HostPositions::Float(&float_ids),
+            ),
+            (
+                "rope rising from pi/2 after 2 leading lanes (LTX's form over an inner \
+                 dimension of 110) at f32 axes",
+                RopeSpec::new()
+                    .pair_layout(PairLayout::Interleaved)
+                    .axes_rising([18, 18, 18], MRopeOrder::Interleaved)
+                    .leading_lanes(2)
+                    .rotary_dim(108),
+                Layout::bshd(Dims {
+                    batch: 2,
+                    heads: 1,
+                    seq: 11,
+                    head_dim: 110,
+                }),
+                HostPositions::FloatAxes(&float_axes),
             ),
         ];
         for (name, spec, layout, host) in &f32_cases {
