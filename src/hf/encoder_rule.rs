@@ -24,6 +24,10 @@ pub(super) enum Form {
     /// revolutions per unit coordinate (`2 pi c / period`) over patch-centre coordinates in
     /// `[-1, 1]`.
     Periods,
+    /// EfficientLoFTR: the whole width (`hidden_size`) before the head split, interleaved
+    /// pairs, pair `2k` on the row and `2k + 1` on the column, both `theta^(-2k/(d/2))` for
+    /// `d / 4 = int(head_dim * partial_rotary_factor) / 2` frequencies.
+    Hidden,
     /// MiniMax M3 VL: `(d / 3) / 2` frequencies per axis `t, h, w`, `[t.. | h.. | w..]`
     /// twice over the first `6 * ((d / 3) / 2)` lanes (half-split), the rest unrotated.
     Thirds,
@@ -88,7 +92,7 @@ pub(super) const fn rule(
         heads_key: None,
         partial: 1.0,
         rope_type: match form {
-            Form::Line(_) | Form::Clvp => Some("default"),
+            Form::Line(_) | Form::Clvp | Form::Hidden => Some("default"),
             _ => Some("axial"),
         },
         divisor_key: None,

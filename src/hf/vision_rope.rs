@@ -145,6 +145,7 @@ fn spec(keys: &Keys<'_>, rule: &Rule, d: u64) -> Result<RopeSpec> {
             .axes_rope([0, d / 4, d / 4])
             .frequency_unit(FrequencyUnit::Revolutions),
         Form::Dealt => base.axes_dealt([0, d / 4, d / 4]),
+        Form::Hidden => hidden_spec(keys, rule, d, partial, base)?,
         Form::WidthFirstAlternating => ordered(MRopeOrder::WhThenT, PairLayout::HalfSplit),
         Form::WidthFirstBlocks => ordered(MRopeOrder::WhtChunks, PairLayout::HalfSplit),
         Form::WidthFirstInterleaved => ordered(MRopeOrder::WhtChunks, PairLayout::Interleaved),
@@ -167,6 +168,53 @@ fn spec(keys: &Keys<'_>, rule: &Rule, d: u64) -> Result<RopeSpec> {
     Ok(spec)
 }
 
+/// EfficientLoFTR's rotation of the whole width `d`: `int(head_dim * partial) / 2`
+/// frequencies, which must be `d / 4` (the module's broadcast fails otherwise), row and
+/// column alternating over interleaved pairs.
+fn hidden_spec(
+    keys: &Keys<'_>,
+    rule: &Rule,
+    d: u64,
+    partial: f64,
+    base: RopeSpec,
+) -> Result<RopeSpec> {
+    let per_head = head_dim(keys, rule)?;
+    let r = (per_head as f64 * partial) as u64;
+    if !d.is_multiple_of(4) || r / 2 != d / 4 || !partial.is_finite() {
+        let need = "int(head_dim * partial_rotary_factor) / 2 frequencies, a quarter of \
+                    hidden_size (the module's row and column lists each fill a quarter)";
+        return Err(Keys::bad(
+            "partial_rotary_factor",
+            need,
+            Some(&partial.into()),
+        ));
+    }
+    let mut spec = base.pair_layout(PairLayout::Interleaved);
+    spec.mrope = Some(MRope {
+        section: [0, d / 4, d / 4],
+        fourth: 0,
+        order: MRopeOrder::HwThenT,
+        frequencies: AxisFrequencies::PerAxis,
+    });
+    Ok(spec)
+}
+
+/// The width a module rotates: the head's, or EfficientLoFTR's whole `hidden_size`.
+fn module_width(keys: &Keys<'_>, rule: &Rule) -> Result<u64> {
+    if rule.form != Form::Hidden {
+        return head_dim(keys, rule);
+    }
+    let d = keys.opt_u(rule.width_key)?.unwrap_or(rule.defaults.0);
+    match d {
+        2..=RopeSpec::MAX_HEAD_DIM => Ok(d),
+        _ => Err(Keys::bad(
+            rule.width_key,
+            "a width of 2 to 2^20",
+            Some(&d.into()),
+        )),
+    }
+}
+
 impl RotaryModule {
     /// The rotary modules of a transformers model's non-text encoders (vision towers; audio,
     /// codec, protein and time-series encoders), from the model's `config.json` (feature
@@ -186,6 +234,10 @@ impl RotaryModule {
     ///   the patch centres' coordinates in `[-1, 1]` as f32 positions
     ///   ([`Positions::FloatAxes`](crate::Positions::FloatAxes)); the prefix tokens (CLS,
     ///   registers) at `(0, 0)`, which leaves them unrotated exactly, as the model leaves them;
+    /// - EfficientLoFTR's coarse matcher: row and column alternating over interleaved pairs
+    ///   ([`MRopeOrder::HwThenT`], per-axis lists), over the whole `hidden_size` before the
+    ///   head split (its `head_dim`), positions `(0, row + 1, column + 1)` of the aggregated
+    ///   coarse map;
     /// - MiniMax M3 VL: three axes `(t, h, w)`, `(d / 3) / 2` pairs each, the rest of the head
     ///   unrotated;
     /// - 1-D over a frame's (residue's, patch's) index, transformers' default parameters
@@ -251,7 +303,7 @@ impl RotaryModule {
 fn read_row(config: &Value, rule: &Rule) -> Result<RotaryModule> {
     let empty = serde_json::Map::new();
     let keys = Keys(sub_config(config, rule.sub)?.unwrap_or(&empty));
-    let d = head_dim(&keys, rule)?;
+    let d = module_width(&keys, rule)?;
     Ok(RotaryModule {
         path: rule.path,
         module: rule.module,

@@ -4,10 +4,9 @@
 
 const BLOCKS: &str = "each axis rotates its own half of the head (apply_multidimensional_rope: \
     two half-split blocks), a pair layout not built";
-const VJEPA: &str = "3-D RoPE computed inside the attention from the token index (frame, row, \
-    column blocks), not checked yet";
-const LOFTR: &str = "2-D RoPE over the whole hidden size of the coarse feature map, not \
-    checked yet";
+const VJEPA: &str = "3-D RoPE computed inside the attention (rotate_queries_or_keys), its cos \
+    and sin tiled twice (omega, omega) but applied to interleaved pairs: the two elements of a pair \
+    turn by different angles, not a rotation";
 const TIME: &str = "a rotary time embedding applied to the encoder's output hidden states, not \
     to queries and keys";
 const HEADS: &str = "turns each head by its index (position_ids = arange(heads)), not each \
@@ -15,8 +14,7 @@ const HEADS: &str = "turns each head by its index (position_ids = arange(heads))
 
 /// Families whose encoder rotates in a way the crate does not read: model type, module,
 /// reason.
-pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 6] = [
-    ("efficientloftr", "EfficientLoFTRRotaryEmbedding", LOFTR),
+pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 5] = [
     ("gemma4_vision", "Gemma4VisionRotaryEmbedding", BLOCKS),
     ("musicflamingo", "MusicFlamingoRotaryEmbedding", TIME),
     ("neucodec", "NeuCodecRotaryEmbedding", HEADS),

@@ -94,6 +94,20 @@ pub(super) const RULES: &[Rule] = &[
             (768, 16, None, 1e4),
         )
     },
+    // EfficientLoFTR's coarse matcher: its rotation spans the hidden size; the module
+    // config's partial_rotary_factor (4) sizes its frequency list.
+    Rule {
+        partial: 4.0,
+        ..r(
+            "efficientloftr",
+            TOP,
+            "rotary_emb",
+            "EfficientLoFTRRotaryEmbedding",
+            Form::Hidden,
+            "hidden_size",
+            (256, 8, None, 1e4),
+        )
+    },
     sam_memory("sam2_video", TOP, MEMORY, "Sam2VideoVisionRotaryEmbedding"),
     sam_memory(
         "edgetam_video",

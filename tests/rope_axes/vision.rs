@@ -387,6 +387,16 @@ fn vision_configs_with_bad_keys_are_typed_errors() {
         "rope_parameters.rope_type",
     );
     bad_key(qwen(json!({"rope_parameters": 3})), "rope_parameters");
+    // EfficientLoFTR's lists must fill a quarter of its width each (its module's broadcast
+    // fails otherwise); its default factor of 4 does.
+    let loftr = |p: f64| {
+        json!({"model_type": "efficientloftr", "hidden_size": 256, "num_attention_heads": 8,
+               "rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
+                                   "partial_rotary_factor": p}})
+    };
+    let ok = RotaryModule::from_hf_vision_config(&loftr(4.0)).expect("EfficientLoFTR");
+    assert_eq!(ok[0].head_dim, 256);
+    bad_key(loftr(1.0), "partial_rotary_factor");
     bad_key(
         qwen(json!({"embed_dim": 1290, "num_heads": 16})),
         "embed_dim",

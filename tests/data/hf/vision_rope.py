@@ -84,6 +84,13 @@ num_register_tokens registers) unrotated: they are recorded at coordinates (0, 0
 crate's angle is exactly 0. Recorded as for the fixed cases, with position_row_names ["h", "w"],
 the prefix tokens and the first patch always among the sampled tokens.
 
+Part 2e, the whole-width case: EfficientLoFTR's module (`HIDDEN`), whose attention rotates the whole
+hidden_size before the head split: built on the CPU from its config, called on a coarse feature map
+that its q_aggregation makes 14 x 20, its cos and sin reshaped as the model reshapes them, and the
+attention's apply_rotary_pos_emb(q, q, cos, sin, unsqueeze_dim=2) called on a random q [1, N, 1,
+hidden_size]. Recorded as the fixed cases, heads 1, head_dim hidden_size, with position_row_names
+["h", "w"] at (row + 1, column + 1), checked against a float64 rotation of the form it states.
+
 Floats: inputs and outputs are float32; each is written as the shortest decimal that reads back
 to the same float32 (parse as f64, then cast to f32). q is drawn with torch.randn in float64 after
 torch.manual_seed(0) (reseeded per case), rounded to 2 decimals and cast to float32: short
@@ -1215,6 +1222,60 @@ def make_periods_case(model_type, key, module_cls, path):
     }
 
 
+HIDDEN = ("EfficientLoFTRRotaryEmbedding",)
+HIDDEN_GRID = (14, 20)  # the aggregated coarse map (h, w) the case's feature map makes
+
+
+def make_hidden_case(model_type, key, module_cls, path):
+    """EfficientLoFTR's module on the CPU over a coarse feature map whose aggregated grid is 14 x 20,
+    its cos and sin reshaped as the model reshapes them, and q rotated as its attention does: the
+    whole hidden_size before the head split, [1, N, 1, hidden] with unsqueeze_dim=2."""
+    name = module_cls.__name__
+    modeling = sys.modules[module_cls.__module__]
+    sub = sub_config_of(model_type, key)
+    apply_fn = getattr(modeling, KEEP[name]["apply"])
+    torch.manual_seed(0)
+    module = module_cls(sub).eval()
+    gh, gw = HIDDEN_GRID
+    k, st = sub.q_aggregation_kernel_size, sub.q_aggregation_stride
+    hidden = sub.hidden_size
+    cos, sin = module(torch.zeros(1, hidden, (gh - 1) * st + k, (gw - 1) * st + k))
+    n = gh * gw
+    cos, sin = cos.reshape(1, n, hidden), sin.reshape(1, n, hidden)
+    q = torch.round(torch.randn(1, n, 1, hidden, dtype=torch.float64), decimals=2).to(torch.float32)
+    out, _ = apply_fn(q, q, cos, sin, unsqueeze_dim=2)
+    assert out.dtype == torch.float32 and out.shape == q.shape, (name, out.dtype, out.shape)
+    # float64 check of the stated form: interleaved pair 2k turns by (row + 1) f_k, pair 2k + 1 by
+    # (column + 1) f_k.
+    f = module.inv_freq.double()
+    assert f.numel() == hidden // 4, (name, f.numel())
+    rows = torch.arange(gh, dtype=torch.float64).repeat_interleave(gw) + 1
+    cols = torch.arange(gw, dtype=torch.float64).repeat(gh) + 1
+    angles = torch.stack([rows[:, None] * f, cols[:, None] * f], dim=-1).flatten(1)  # [n, hidden/2]
+    x = q.double()[0, :, 0]
+    a, b = x[:, 0::2], x[:, 1::2]
+    ref = torch.stack([a * angles.cos() - b * angles.sin(), a * angles.sin() + b * angles.cos()], -1).flatten(1)
+    err = (out.double()[0, :, 0] - ref).abs().max().item()
+    assert err < 1e-4 * q.abs().max().item(), (name, path, err)
+    idx = sample_indices(n)
+    theta = float(sub.rope_parameters["rope_theta"])
+    form = (f"2-D over the {gh} x {gw} aggregated coarse map, the whole hidden size ({hidden}) before the head "
+            f"split: interleaved pair 2k turns by (row + 1) f_k, pair 2k + 1 by (column + 1) f_k, "
+            f"f_k = {theta:g}^(-2k/{hidden // 2})")
+    pos = torch.stack([rows, cols])
+    return {
+        "model_type": model_type, "module": name, "apply": KEEP[name]["apply"], "config_key": key,
+        "path": path, "head_dim": hidden, "heads": 1, "config_heads": sub.num_attention_heads,
+        "rotary_dim": hidden, "q_layout": "B,N,H,D",
+        "call": "apply_rotary_pos_emb(q, q, cos, sin, unsqueeze_dim=2)",
+        "rope_theta": theta, "attention_scaling": 1.0, "form": form, "pairing": PAIRING["interleaved"],
+        "position_source": "(row + 1, column + 1) of the aggregated coarse map (compute_embeddings)",
+        "position_shape": [n, 2], "position_row_names": ["h", "w"],
+        "num_tokens": n, "token_index": idx, "position_rows": f32(pos.float()[:, idx]),
+        "inv_freq": f32(module.inv_freq), "q": f32(q[0][idx]), "out": f32(out[0][idx]),
+    }
+
+
 SAME_AS_IGNORES = ("model_type", "module", "config_key", "path", "position_source", "form")
 
 
@@ -1240,6 +1301,8 @@ def build_cases(families):
                 case = make_fixed_case(mt, key, classes[name], path)
             elif name in PERIODS:
                 case = make_periods_case(mt, key, classes[name], path)
+            elif name in HIDDEN:
+                case = make_hidden_case(mt, key, classes[name], path)
             else:
                 held.append(None)
                 continue
@@ -1257,7 +1320,7 @@ def build_cases(families):
         family["case"] = held[0] if len(set(held)) == 1 else held
     # a family's axial (vision) case before its 1-D ones
     return sorted(cases, key=lambda c: (c["model_type"], c["module"] not in CASES and c["module"] not in FIXED
-                                         and c["module"] not in PERIODS))
+                                         and c["module"] not in PERIODS and c["module"] not in HIDDEN))
 
 
 def dump(value, depth=0, indent_depth=3):
