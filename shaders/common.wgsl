@@ -79,7 +79,9 @@ struct Params {
     // a head (head_dim / 2 / LANES; `groups` is then the invocations of one token).
     norm_eps: f32,
     norm_groups: u32,
-    _pad1: u32,
+    // RoPE with half-split pairs in blocks (RopeSpec::pair_blocks): pairs per block, the
+    // distance between a pair's elements; read only where BLOCKS is set.
+    block: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

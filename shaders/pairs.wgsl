@@ -6,6 +6,11 @@
 // j + r/2, where half-split pairs sit. Set only with interleaved pairs and an output buffer.
 override PAIR_HALVES: bool = false;
 
+// Half-split pairs within blocks of `params.block` pairs (RopeSpec::pair_blocks, Gemma 4's
+// vision tower): pair j at j + (j / block) block and `block` further. Set only by RoPE over
+// half-split pairs in more than one block.
+override BLOCKS: bool = false;
+
 #ifdef interleaved
 #ifdef x4
 #import pairs/interleaved_x4

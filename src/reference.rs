@@ -185,7 +185,7 @@ pub fn rope_out(
                         }
                     };
                     let sin = if spec.inverse { -sin } else { sin };
-                    let (i0, i1) = spec.pair_layout.elements(r, j as u64);
+                    let (i0, i1) = spec.pair_elements(r, j as u64);
                     let (x0, x1) = (src[from + i0 as usize], src[from + i1 as usize]);
                     // Each element to the lane the output order gives it.
                     let (o0, o1) = (

@@ -124,6 +124,12 @@ pub struct RopeSpec {
     /// from there. LTX-Video's and LTX-2's `dim % 6` padding (cos 1, sin 0 in front of the
     /// table). Rotations in place only, through `encode_rope` (not the fused call).
     pub leading_lanes: u64,
+    /// Half-split pairs within each of this many equal blocks of the rotated lanes, 1 for
+    /// one block (the whole rotated width, `(j, j + r/2)`): with `n` blocks of `B = r / (2n)`
+    /// pairs, pair `j` is `(j + (j / B) B, j + (j / B) B + B)`. Gemma 4's vision tower
+    /// (`apply_multidimensional_rope`: each axis half-split within its own half of the
+    /// head) is 2 over per-axis sections. Half-split pairs only; not in the fused call.
+    pub pair_blocks: u64,
 }
 
 impl Default for RopeSpec {
@@ -140,6 +146,7 @@ impl Default for RopeSpec {
             output_order: OutputOrder::Pairs,
             frequency_unit: FrequencyUnit::Radians,
             leading_lanes: 0,
+            pair_blocks: 1,
         }
     }
 }
@@ -261,6 +268,24 @@ impl RopeSpec {
         self
     }
 
+    /// Half-split pairs within `blocks` equal blocks of the rotated lanes (see
+    /// [`RopeSpec::pair_blocks`]).
+    pub fn pair_blocks(mut self, blocks: u64) -> Self {
+        self.pair_blocks = blocks;
+        self
+    }
+
+    /// The two elements of pair `j` in rotated lanes `r` wide: [`PairLayout::elements`],
+    /// within [`RopeSpec::pair_blocks`] blocks (indices past `u64::MAX` saturate).
+    pub fn pair_elements(&self, r: u64, j: u64) -> (u64, u64) {
+        let block = (r / 2) / self.pair_blocks.max(1);
+        if self.pair_blocks <= 1 || self.pair_layout != PairLayout::HalfSplit || block == 0 {
+            return self.pair_layout.elements(r, j);
+        }
+        let first = j.saturating_add((j / block).saturating_mul(block));
+        (first, first.saturating_add(block))
+    }
+
     /// Passes the first `lanes` lanes of each head through unrotated (see
     /// [`RopeSpec::leading_lanes`]).
     pub fn leading_lanes(mut self, lanes: u64) -> Self {
@@ -377,6 +402,7 @@ impl RopeSpec {
         {
             return Err(Error::PairHalvesNeedInterleaved);
         }
+        self.check_blocks(r)?;
         check_base(self.base)?;
         if let Some(bases) = self.axis_bases {
             bases.into_iter().try_for_each(check_base)?;
@@ -406,6 +432,28 @@ impl RopeSpec {
             }
         }
         Ok(r)
+    }
+}
+
+impl RopeSpec {
+    /// Pair blocks: at least one, dividing the `r / 2` pairs, more than one only for
+    /// half-split pairs.
+    fn check_blocks(&self, r: u64) -> Result<()> {
+        let n = self.pair_blocks;
+        if n == 0 || !(r / 2).is_multiple_of(n) {
+            return Err(Error::InvalidParameter {
+                what: "pair_blocks",
+                value: n as f64,
+                need: "at least 1, dividing the rotated pairs (rotary_dim / 2)",
+            });
+        }
+        if n > 1 && self.pair_layout != PairLayout::HalfSplit {
+            return Err(Error::Unsupported(
+                "pair blocks (RopeSpec::pair_blocks) split half-split pairs; interleaved \
+                 pairs are the same in any block",
+            ));
+        }
+        Ok(())
     }
 }
 

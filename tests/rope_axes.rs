@@ -6,6 +6,8 @@
 //! buffer with guards, and against the f64 reference.
 #![cfg(not(target_arch = "wasm32"))]
 
+#[path = "rope_axes/blocks.rs"]
+mod blocks;
 mod common;
 #[cfg(feature = "hf-config")]
 #[path = "rope_axes/diffusers.rs"]

@@ -84,6 +84,9 @@ pub(crate) struct PairPass<'a> {
     /// sin-cos grid block whose cosines lie further on (timm's `[sin h | sin w | cos h |
     /// cos w]`).
     pub half: u64,
+    /// Pairs per half-split block where the pairs are in blocks
+    /// ([`crate::RopeSpec::pair_blocks`]; the variant's `blocks`), else 0.
+    pub block: u64,
     /// Angular frequency of each pair, radians per position, and its M-RoPE axis.
     pub inv_freq: &'a [Dd],
     pub axes: &'a [u32],

@@ -179,6 +179,8 @@ pub struct Specialization {
     /// Position axes read from four planes (a fourth axis, [`crate::RopeSpec::axes_rope4`]),
     /// not three.
     pub axes4: bool,
+    /// Half-split pairs within blocks ([`crate::RopeSpec::pair_blocks`] above 1; RoPE only).
+    pub blocks: bool,
 }
 
 impl Specialization {
@@ -211,6 +213,7 @@ impl Specialization {
             from_cache: false,
             pair_halves: false,
             axes4: false,
+            blocks: false,
         }
     }
 
@@ -323,6 +326,10 @@ impl Specialization {
         if self.axes4 {
             constants.push(("AXES4", 1.0));
         }
+        // Declared by every variant (shaders/pairs.wgsl), set where on.
+        if self.blocks {
+            constants.push(("BLOCKS", 1.0));
+        }
         match self.op {
             Op::Rope { second, .. } => constants.push((
                 "SECOND",
@@ -397,6 +404,14 @@ impl Specialization {
                                         pair_halves: true,
                                         ..plain.with_second(Second::Source)
                                     });
+                                } else {
+                                    // Pairs in blocks, in place, with K and out of place.
+                                    for second in [Second::None, Second::InPlace, Second::Source] {
+                                        all.push(Specialization {
+                                            blocks: true,
+                                            ..plain.with_second(second)
+                                        });
+                                    }
                                 }
                             }
                             Kernel::Sinusoidal => {

@@ -344,6 +344,7 @@ impl Passes {
             n_s: blk.extent[2] as u32,
             groups: groups as u32,
             half: pass.half as u32,
+            block: pass.block as u32,
             tail: tail as u32,
             // Even shares, so that no two invocations write the same bf16 word.
             tail_chunk: tail.div_ceil(groups).next_multiple_of(2) as u32,

@@ -56,7 +56,8 @@ pub(crate) struct Params {
     pub cache_len: u32,
     pub norm_eps: f32,
     pub norm_groups: u32,
-    pub _pad1: u32,
+    /// Pairs per half-split block (`RopeSpec::pair_blocks`; read where `BLOCKS` is set).
+    pub block: u32,
 }
 
 /// One tensor a block touches: its strides along (batch, head, token), its head count,
@@ -270,7 +271,7 @@ mod tests {
             cache_len,
             norm_eps,
             norm_groups,
-            _pad1,
+            block,
         );
         let spec = crate::kernels::Specialization::new(
             crate::kernels::Kernel::Rope,

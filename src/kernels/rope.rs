@@ -286,6 +286,11 @@ impl Rope {
             (None, None) => (&call.tensor, Second::None, None),
         };
         let pair_halves = self.spec.output_order == OutputOrder::PairHalves;
+        // Pairs per half-split block, where there is more than one block.
+        let block = match self.spec.pair_blocks {
+            0 | 1 => 0,
+            n => self.rotary_dim / 2 / n,
+        };
         fn view<'v>(v: &TensorView<'v>) -> PassView<'v> {
             PassView {
                 buffer: v.buffer,
@@ -298,10 +303,19 @@ impl Rope {
                 from_cache: cache.is_some(),
                 pair_halves,
                 axes4: self.planes() == 4,
+                blocks: block > 0,
                 ..Specialization::new(
                     Kernel::Rope,
                     self.spec.pair_layout,
-                    width_for(&layouts, self.rotary_dim),
+                    // Four pairs a group need whole groups in every block.
+                    width_for(
+                        &layouts,
+                        if block > 0 {
+                            2 * block
+                        } else {
+                            self.rotary_dim
+                        },
+                    ),
                     call.tensor.dtype,
                 )
             }
@@ -310,6 +324,7 @@ impl Rope {
             b: b.map(view),
             pairs: self.rotary_dim / 2,
             half: self.rotary_dim / 2,
+            block,
             inv_freq: &angles.inv_freq,
             axes: whole.as_deref().unwrap_or(&self.axes),
             positions,

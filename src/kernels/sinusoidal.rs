@@ -136,6 +136,7 @@ impl Passes {
             b: None,
             pairs,
             half: cos_offset,
+            block: 0,
             inv_freq: &inv_freq,
             axes: &axes,
             positions,

@@ -91,7 +91,7 @@ fn rising_frequencies_after_leading_lanes_match_the_reference() {
 
 /// Rotates strided Q (3 heads) and K (1 head) views in one call and compares both with the
 /// reference.
-fn check_qk(spec: &RopeSpec, [b, s, d]: [u64; 3], words: &[u32], float: bool) {
+pub(super) fn check_qk(spec: &RopeSpec, [b, s, d]: [u64; 3], words: &[u32], float: bool) {
     let row = d + 3;
     let layout = |h: u64| Layout::strided([b, h, s, d], [h * s * row, s * row, row]).with_offset(5);
     let (lq, lk) = (layout(3), layout(1));
