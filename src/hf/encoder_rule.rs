@@ -18,6 +18,10 @@ pub(super) enum Form {
     WidthFirstAlternating,
     /// Step 3.7: `[w.. | h..]` twice, half-split pairs.
     WidthFirstBlocks,
+    /// Gemma 4: `[w.. | w..]` then `[h.. | h..]`, each axis half-split within its own half
+    /// of the head (`apply_multidimensional_rope`), the column first (the processor's
+    /// `(x, y)` position ids).
+    AxisBlocks,
     /// Inkling 2: `[w.. | h..]` with each angle repeated, interleaved pairs.
     WidthFirstInterleaved,
     /// DINOv3 and Sapiens2: `[h.. | w..]` twice, half-split pairs, `theta^(-4k/d)`

@@ -148,6 +148,7 @@ fn spec(keys: &Keys<'_>, rule: &Rule, d: u64) -> Result<RopeSpec> {
         Form::Hidden => hidden_spec(keys, rule, d, partial, base)?,
         Form::WidthFirstAlternating => ordered(MRopeOrder::WhThenT, PairLayout::HalfSplit),
         Form::WidthFirstBlocks => ordered(MRopeOrder::WhtChunks, PairLayout::HalfSplit),
+        Form::AxisBlocks => ordered(MRopeOrder::WhtChunks, PairLayout::HalfSplit).pair_blocks(2),
         Form::WidthFirstInterleaved => ordered(MRopeOrder::WhtChunks, PairLayout::Interleaved),
         Form::Thirds => {
             let f = d / 3 / 2;
@@ -234,6 +235,8 @@ impl RotaryModule {
     ///   the patch centres' coordinates in `[-1, 1]` as f32 positions
     ///   ([`Positions::FloatAxes`](crate::Positions::FloatAxes)); the prefix tokens (CLS,
     ///   registers) at `(0, 0)`, which leaves them unrotated exactly, as the model leaves them;
+    /// - Gemma 4's tower: width then height, each axis half-split within its own half of the
+    ///   head ([`RopeSpec::pair_blocks`] 2), positions `(0, row, column)`;
     /// - EfficientLoFTR's coarse matcher: row and column alternating over interleaved pairs
     ///   ([`MRopeOrder::HwThenT`], per-axis lists), over the whole `hidden_size` before the
     ///   head split (its `head_dim`), positions `(0, row + 1, column + 1)` of the aggregated

@@ -108,6 +108,15 @@ pub(super) const RULES: &[Rule] = &[
             (256, 8, None, 1e4),
         )
     },
+    r(
+        "gemma4_vision",
+        TOP,
+        "encoder.rotary_emb",
+        "Gemma4VisionRotaryEmbedding",
+        Form::AxisBlocks,
+        "hidden_size",
+        (768, 12, Some(64), 100.0),
+    ),
     sam_memory("sam2_video", TOP, MEMORY, "Sam2VideoVisionRotaryEmbedding"),
     sam_memory(
         "edgetam_video",

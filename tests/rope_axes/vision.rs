@@ -322,9 +322,13 @@ fn describe(r: &RotaryModule) -> String {
         wgpu_posenc::FrequencyUnit::Radians => "",
         wgpu_posenc::FrequencyUnit::Revolutions => " (revolutions a position)",
     };
+    let blocks = match r.spec.pair_blocks {
+        1 => String::new(),
+        n => format!(" in {n} blocks"),
+    };
     format!(
         "head {}, {rotated} lanes rotated; t/h/w pairs {:?}, {:?} order, {:?} frequencies{unit}, \
-         base {}, {:?} pairs",
+         base {}, {:?} pairs{blocks}",
         r.head_dim, m.section, m.order, m.frequencies, r.spec.base, r.spec.pair_layout
     )
 }
