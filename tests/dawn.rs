@@ -1053,6 +1053,12 @@ fn recorded() -> &'static Recorder {
                 }),
                 HostPositions::FloatAxes(&float_axes),
             ),
+            (
+                "rope half-split in two blocks, one an axis (Gemma 4's vision tower's form)",
+                RopeSpec::new().axes_rope([0, 16, 16]).pair_blocks(2),
+                Layout::bhsd([2, 2, 11, 64]),
+                HostPositions::Axes(&axes),
+            ),
         ];
         for (name, spec, layout, host) in &f32_cases {
             rope(&mut rec, name, spec, *layout, Dtype::F32, *host, &mut rng);

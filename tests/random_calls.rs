@@ -177,9 +177,22 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         prop_oneof![4 => Just(FrequencyUnit::Radians), 1 => Just(FrequencyUnit::Revolutions)],
         // Lanes before the rotated ones (LTX's padding), odd ones too, now and then.
         prop_oneof![6 => Just(0u64), 1 => 1u64..9],
+        // Half-split pairs in blocks (Gemma 4's), zero blocks and uneven ones too.
+        prop_oneof![12 => Just(1u64), 1 => 0u64..5],
     )
         .prop_map(
-            |(interleaved, rotary_dim, base, inverse, scaling, seq_len, order, unit, lead)| {
+            |(
+                interleaved,
+                rotary_dim,
+                base,
+                inverse,
+                scaling,
+                seq_len,
+                order,
+                unit,
+                lead,
+                blocks,
+            )| {
                 let mut spec = RopeSpec::new()
                     .pair_layout(if interleaved {
                         PairLayout::Interleaved
@@ -191,7 +204,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                     .scaling(scaling)
                     .output_order(order)
                     .frequency_unit(unit)
-                    .leading_lanes(lead);
+                    .leading_lanes(lead)
+                    .pair_blocks(blocks);
                 spec.rotary_dim = rotary_dim;
                 spec.scaling_seq_len = seq_len;
                 spec
@@ -329,9 +343,16 @@ fn refuses_order(case: &Case, ran: bool) -> Result<(), String> {
     if ran && rope && case.spec.output_order == OutputOrder::PairHalves && !allowed {
         return Err(format!("{:?} ran in PairHalves order", case.entry));
     }
-    // Leading lanes rotate in place only.
+    // Leading lanes rotate in place only; pair blocks are half-split pairs'.
     if ran && matches!(case.entry, Entry::RopeOut) && case.spec.leading_lanes > 0 {
         return Err("an out-of-place call ran after leading lanes".into());
+    }
+    let blocks = case.spec.pair_blocks;
+    if ran
+        && rope
+        && (blocks == 0 || (blocks > 1 && case.spec.pair_layout != PairLayout::HalfSplit))
+    {
+        return Err(format!("{:?} ran with {blocks} pair blocks", case.entry));
     }
     Ok(())
 }
