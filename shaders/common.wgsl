@@ -82,7 +82,17 @@ struct Params {
     // RoPE with half-split pairs in blocks (RopeSpec::pair_blocks): pairs per block, the
     // distance between a pair's elements; read only where BLOCKS is set.
     block: u32,
+    // RoPE from a caller's table (RopeSpec::learned, DENSE axes): the distance in `freq`
+    // between the table's axes and between its heads (0 for one head), and the first head of
+    // view A's block and of view B's.
+    dense_axis: u32,
+    dense_head: u32,
+    dense_h0: u32,
+    dense_h0_b: u32,
 }
+
+// RoPE from a caller's table (RopeSpec::learned): its axes (0: the spec's frequencies).
+override DENSE: u32 = 0u;
 
 @group(0) @binding(0) var<uniform> params: Params;
 // Per pair group g: G low words at 3g, G high words at 3g + 1 (64-bit fixed-point

@@ -26,6 +26,45 @@ fn rotation(w: Work, g: u32) -> Rotation {
     return Rotation(sc.c * params.scale, sc.s * (params.scale * params.sin_sign));
 }
 
+// A caller's table (RopeSpec::learned): the angle of pair group g in head h (the view's,
+// from the block's first `h0`) is the sum over the DENSE axes of the axis's position times
+// the table's frequency, summed in fixed-point revolutions; the third word of each entry is
+// its sign and, for f32 positions, its whole revolutions (`sign | W << 1`).
+fn dense_rotation(w: Work, g: u32, h: u32) -> Rotation {
+    var u = UV(0u);
+    var bad = UV(0u);
+    for (var a = 0u; a < DENSE; a++) {
+        let i = 3u * g + a * params.dense_axis + h * params.dense_head;
+        let p = lane_positions(w, UV(a));
+        var t: UV;
+        if POS_MODE == 5u || POS_MODE == 6u {
+            let f = float_turns(p, freq[i], freq[i + 1u], freq[i + 2u] >> UV(1u));
+            t = f.u;
+            bad |= f.bad;
+        } else {
+            t = turns(p, freq[i], freq[i + 1u]);
+        }
+        u += select(t, UV(0u) - t, (freq[i + 2u] & UV(1u)) != UV(0u));
+    }
+    let sc = sincos_turns(u);
+    // A quiet NaN made at run time where a position is out of range.
+    let nan = bitcast<FV>(bad | UV(0x7fc00000u));
+    let out = bad != UV(0u);
+    return Rotation(
+        select(sc.c, nan, out) * params.scale,
+        select(sc.s, nan, out) * (params.scale * params.sin_sign),
+    );
+}
+
+// The rotation of pair group g in head h of a view whose block starts at head h0: the spec's
+// (the same in every head), or the table's.
+fn head_rotation(w: Work, g: u32, h0: u32, h: u32, spec: Rotation) -> Rotation {
+    if DENSE == 0u {
+        return spec;
+    }
+    return dense_rotation(w, g, h0 + h);
+}
+
 // Out of place: copy this invocation's share of the tail [r, head_dim) of a row.
 fn copy_tail(e: u32, e2: u32, k: u32) {
     let r = 2u * params.half;
@@ -49,38 +88,51 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         return;
     }
     let g0 = w.g * params.span;
-    let r0 = rotation(w, g0);
+    var r0 = Rotation(FV(1.0), FV(0.0));
+    if DENSE == 0u {
+        r0 = rotation(w, g0);
+    }
     // `span` is uniform: every invocation takes the same branch. Two groups per head visit
     // give each lane twice the bytes between head steps, which lets CPU drivers stream
     // (measured 1.2x to 1.5x over one group).
     let two = params.span == 2u;
     var r1 = r0;
-    if two {
+    if two && DENSE == 0u {
         r1 = rotation(w, g0 + 1u);
     }
     var e = row_start(w);
     var e2 = row_start2(w);
     for (var h = 0u; h < params.n_h; h++) {
+        let ra = head_rotation(w, g0, params.dense_h0, h, r0);
+        var rb = r1;
+        if two {
+            rb = head_rotation(w, g0 + 1u, params.dense_h0, h, r1);
+        }
         if SECOND == 2u {
-            rotate_into(e, e2, g0, r0);
+            rotate_into(e, e2, g0, ra);
             if two {
-                rotate_into(e, e2, g0 + 1u, r1);
+                rotate_into(e, e2, g0 + 1u, rb);
             }
             copy_tail(e, e2, w.g);
             e2 += params.stride2_h;
         } else {
-            rotate_pairs(VIEW_A, e, g0, r0.c, r0.s);
+            rotate_pairs(VIEW_A, e, g0, ra.c, ra.s);
             if two {
-                rotate_pairs(VIEW_A, e, g0 + 1u, r1.c, r1.s);
+                rotate_pairs(VIEW_A, e, g0 + 1u, rb.c, rb.s);
             }
         }
         e += params.stride_h;
     }
     if SECOND == 1u {
         for (var h = 0u; h < params.n_h2; h++) {
-            rotate_pairs(VIEW_B, e2, g0, r0.c, r0.s);
+            let ra = head_rotation(w, g0, params.dense_h0_b, h, r0);
+            var rb = r1;
             if two {
-                rotate_pairs(VIEW_B, e2, g0 + 1u, r1.c, r1.s);
+                rb = head_rotation(w, g0 + 1u, params.dense_h0_b, h, r1);
+            }
+            rotate_pairs(VIEW_B, e2, g0, ra.c, ra.s);
+            if two {
+                rotate_pairs(VIEW_B, e2, g0 + 1u, rb.c, rb.s);
             }
             e2 += params.stride2_h;
         }

@@ -55,6 +55,35 @@ fn bits_at(w0: UV, w1: UV, w2: UV, w3: UV, s: UV) -> UV {
 // 120-bit product, formed exactly in 32-bit words.
 // |p| >= 2^32, infinities and NaN give NaN (the host refuses them where it sees them).
 fn float_sincos(bits: UV, f_lo: UV, f_hi: UV, whole: UV) -> SinCos {
+    let sc = sincos_turns(float_fraction(bits, f_lo, f_hi, whole));
+    // sin(-a) = -sin(a), cos(-a) = cos(a).
+    let negative = (bits >> UV(31u)) != UV(0u);
+    // A quiet NaN made at run time (a NaN constant is a shader-creation error in WGSL).
+    let nan = bitcast<FV>(bits | UV(0x7fc00000u));
+    let bad = ((bits >> UV(23u)) & UV(0xffu)) >= UV(159u);
+    return SinCos(
+        select(select(sc.s, -sc.s, negative), nan, bad),
+        select(sc.c, nan, bad),
+    );
+}
+
+// The signed revolutions of `float_sincos`'s angle as a fraction in 32-bit fixed point
+// (negated for a negative position), for sums of angles (RopeSpec::learned); `bad` is 1 where
+// |p| >= 2^32, an infinity or NaN.
+struct FloatTurns {
+    u: UV,
+    bad: UV,
+}
+
+fn float_turns(bits: UV, f_lo: UV, f_hi: UV, whole: UV) -> FloatTurns {
+    let u = float_fraction(bits, f_lo, f_hi, whole);
+    let negative = (bits >> UV(31u)) != UV(0u);
+    let bad = ((bits >> UV(23u)) & UV(0xffu)) >= UV(159u);
+    return FloatTurns(select(u, UV(0u) - u, negative), select(UV(0u), UV(1u), bad));
+}
+
+// The top 32 bits of the revolution fraction of |p| (W 2^64 + F) for the f32 position `bits`.
+fn float_fraction(bits: UV, f_lo: UV, f_hi: UV, whole: UV) -> UV {
     let biased = (bits >> UV(23u)) & UV(0xffu);
     let m = (bits & UV(0x7fffffu)) | select(UV(0u), UV(0x800000u), biased != UV(0u));
     // m * F = (w2, w1, w0), then m * W added from bit 64 up.
@@ -66,16 +95,7 @@ fn float_sincos(bits: UV, f_lo: UV, f_hi: UV, whole: UV) -> SinCos {
     let w2 = w2a + mw;
     let w3 = mul_hi(m, whole) + select(UV(0u), UV(1u), w2 < mw);
     // e = max(biased, 1) - 150; below 2^32, biased <= 158, so 32 - e >= 24.
-    let sc = sincos_turns(bits_at(w0, w1, w2, w3, UV(182u) - max(biased, UV(1u))));
-    // sin(-a) = -sin(a), cos(-a) = cos(a).
-    let negative = (bits >> UV(31u)) != UV(0u);
-    // A quiet NaN made at run time (a NaN constant is a shader-creation error in WGSL).
-    let nan = bitcast<FV>(bits | UV(0x7fc00000u));
-    let bad = biased >= UV(159u);
-    return SinCos(
-        select(select(sc.s, -sc.s, negative), nan, bad),
-        select(sc.c, nan, bad),
-    );
+    return bits_at(w0, w1, w2, w3, UV(182u) - max(biased, UV(1u)));
 }
 
 // Sine and cosine of `u` / 2^32 revolutions, within 1.5e-7 absolute of the exact value.

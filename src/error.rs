@@ -56,6 +56,22 @@ pub enum Error {
         /// The tensor's head dimension.
         head_dim: u64,
     },
+    /// A learned frequency table of the wrong shape.
+    #[error(
+        "a learned frequency table of {axes} axes and {heads} heads over {pairs} rotated pairs \
+         needs axes in 1..=4, at least one head and axes * heads * pairs values, got {values} \
+         (a checkpoint's [axes, heads, head_dim / 2] weights, row-major)"
+    )]
+    InvalidLearnedTable {
+        /// The table's axes.
+        axes: u64,
+        /// The table's heads.
+        heads: u64,
+        /// The rotated pairs (rotary_dim / 2).
+        pairs: u64,
+        /// The values given.
+        values: u64,
+    },
     /// The leading lanes and the rotated ones do not fit the head.
     #[error(
         "{leading_lanes} leading lanes (RopeSpec::leading_lanes) and rotary_dim {rotary_dim} \

@@ -56,6 +56,7 @@ mod host;
 pub mod kernels;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod kernels;
+mod learned;
 mod positions;
 pub mod reference;
 #[cfg(feature = "roofline")]
@@ -81,6 +82,7 @@ pub use kernels::device::CacheUsage;
 pub use kernels::fused::{CacheIndex, KvCache, QkvCall};
 pub use kernels::pass::EncodeReport;
 pub use kernels::rope::{Rope, RopeCall};
+pub use learned::LearnedFrequencies;
 pub use positions::{HostPositions, Positions};
 pub use sinusoid::{SinusoidalLayout, SinusoidalSpec, Timescales};
 pub use spec::{

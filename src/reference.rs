@@ -156,7 +156,11 @@ pub fn rope_out(
                         .value(nb, ns, b, s, axis)
                         .expect("host positions hold every position of the view");
                     let p = positions.position(nb, ns, b, s, axis).unwrap_or(0);
+                    let learned = spec.learned.as_ref().map(|t| {
+                        learned_sincos(t, spec, j, h, |a| positions.value(nb, ns, b, s, a))
+                    });
                     let (sin, cos) = match cache {
+                        None if learned.is_some() => learned.expect("a learned table"),
                         // Revolutions per position, reduced in revolutions.
                         None if turns => {
                             let (sin, cos) = sincos_turns_at(value, f, f_lo);
@@ -263,6 +267,31 @@ fn frequencies_in_unit(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f6
             Ok((pairs, f.attention_factor))
         }
     }
+}
+
+/// The sine and cosine of pair `j` of head `h` under a learned table: the sum over its axes
+/// of `pos_a F[a, h, j]` (head 0 for a one-head table), each term exact, combined as unit
+/// complex numbers.
+fn learned_sincos(
+    t: &crate::LearnedFrequencies,
+    spec: &RopeSpec,
+    j: usize,
+    h: u64,
+    value: impl Fn(u64) -> Option<f64>,
+) -> (f64, f64) {
+    let pairs = t.values.len() / (t.axes * t.heads) as usize;
+    let head = if t.heads == 1 { 0 } else { h as usize };
+    let (mut sin, mut cos) = (0.0f64, 1.0f64);
+    for a in 0..t.axes {
+        let f = t.values[(a as usize * t.heads as usize + head) * pairs + j];
+        let p = value(a).expect("host positions hold every position of the view");
+        let (s, c) = match spec.frequency_unit {
+            crate::FrequencyUnit::Radians => sincos_at(p, f, 0.0),
+            crate::FrequencyUnit::Revolutions => sincos_turns_at(p, f, 0.0),
+        };
+        (sin, cos) = (sin * c + cos * s, cos * c - sin * s);
+    }
+    (sin, cos)
 }
 
 /// LTX's `n` frequencies rising from `pi/2`: `(pi/2) base^(k/(n-1))` as `exp(ln(base) k /

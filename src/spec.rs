@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::frequencies::Scaling;
+use crate::learned::LearnedFrequencies;
 
 /// Which two elements of a row form a rotated pair.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -130,6 +131,9 @@ pub struct RopeSpec {
     /// (`apply_multidimensional_rope`: each axis half-split within its own half of the
     /// head) is 2 over per-axis sections. Half-split pairs only; not in the fused call.
     pub pair_blocks: u64,
+    /// A caller's dense frequency table `[axes, heads, pairs]` in place of the spec's
+    /// frequencies (see [`LearnedFrequencies`]); `None` computes them from the base.
+    pub learned: Option<LearnedFrequencies>,
 }
 
 impl Default for RopeSpec {
@@ -147,6 +151,7 @@ impl Default for RopeSpec {
             frequency_unit: FrequencyUnit::Radians,
             leading_lanes: 0,
             pair_blocks: 1,
+            learned: None,
         }
     }
 }
@@ -266,6 +271,22 @@ impl RopeSpec {
             frequencies: AxisFrequencies::Rising,
         });
         self
+    }
+
+    /// Takes the frequencies from a caller's table (see [`RopeSpec::learned`]).
+    pub fn learned(mut self, table: LearnedFrequencies) -> Self {
+        self.learned = Some(table);
+        self
+    }
+
+    /// The position planes a call reads: the sections' (3 or 4), the learned table's (1, 3
+    /// or 4), else 1.
+    pub(crate) fn position_planes(&self) -> u64 {
+        match (&self.mrope, &self.learned) {
+            (Some(m), _) => m.planes(),
+            (None, Some(t)) => t.planes(),
+            (None, None) => 1,
+        }
     }
 
     /// Half-split pairs within `blocks` equal blocks of the rotated lanes (see
@@ -403,6 +424,15 @@ impl RopeSpec {
             return Err(Error::PairHalvesNeedInterleaved);
         }
         self.check_blocks(r)?;
+        if let Some(t) = &self.learned {
+            t.check(r / 2)?;
+            if self.mrope.is_some() || self.scaling != Scaling::Default {
+                return Err(Error::Unsupported(
+                    "a learned table (RopeSpec::learned) gives every pair's frequency and axes: \
+                     no M-RoPE sections and no scaling with it",
+                ));
+            }
+        }
         check_base(self.base)?;
         if let Some(bases) = self.axis_bases {
             bases.into_iter().try_for_each(check_base)?;

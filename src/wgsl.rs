@@ -199,6 +199,12 @@ impl RopeSpec {
     /// [`RopeSpec::scaling_seq_len`]; the other scalings ignore it.
     pub fn angle_words(&self, head_dim: u64, seq_len: u64) -> Result<AngleWords> {
         let r = self.validate(head_dim)?;
+        if self.learned.is_some() {
+            return Err(Error::Unsupported(
+                "angle words are one frequency a pair: a learned table (RopeSpec::learned) \
+                 has one a pair, head and axis; rotate through encode_rope",
+            ));
+        }
         let axes = self.pair_axes(r)?;
         let seq_len = self.scaling_seq_len.unwrap_or(seq_len);
         let angles = Angles::of(self, r, head_dim, seq_len)?;

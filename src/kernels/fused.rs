@@ -516,6 +516,12 @@ impl Rope {
     /// The shapes, dtypes, usages, sizes and overlaps of a fused call.
     fn check_qkv<'c>(&self, call: &'c QkvCall<'c>) -> Result<Views<'c>> {
         let [batch, heads, _, d] = call.qkv.layout.shape;
+        if self.spec.learned.is_some() {
+            return Err(Error::Unsupported(
+                "the fused QKV call takes the spec's frequencies: rotate with a learned table \
+                 (RopeSpec::learned) through encode_rope",
+            ));
+        }
         if self.spec.pair_blocks > 1 {
             return Err(Error::Unsupported(
                 "the fused QKV call pairs half-split lanes over the whole rotated width: \

@@ -87,6 +87,9 @@ pub(crate) struct PairPass<'a> {
     /// Pairs per half-split block where the pairs are in blocks
     /// ([`crate::RopeSpec::pair_blocks`]; the variant's `blocks`), else 0.
     pub block: u64,
+    /// The heads of a caller's table ([`crate::RopeSpec::learned`], the variant's `dense`
+    /// axes; `inv_freq` then holds `[axes, heads, pairs]`), else 0.
+    pub dense_heads: u64,
     /// Angular frequency of each pair, radians per position, and its M-RoPE axis.
     pub inv_freq: &'a [Dd],
     pub axes: &'a [u32],

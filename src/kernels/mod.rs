@@ -14,6 +14,7 @@ pub(crate) mod fused;
 pub(crate) mod grid;
 pub(crate) mod groups;
 pub(crate) mod input;
+mod learned;
 pub(crate) mod pass;
 pub(crate) mod plan;
 pub(crate) mod rope;
@@ -181,6 +182,9 @@ pub struct Specialization {
     pub axes4: bool,
     /// Half-split pairs within blocks ([`crate::RopeSpec::pair_blocks`] above 1; RoPE only).
     pub blocks: bool,
+    /// The axes of a caller's frequency table ([`crate::RopeSpec::learned`]; RoPE only), 0
+    /// without one.
+    pub dense: u8,
 }
 
 impl Specialization {
@@ -214,6 +218,7 @@ impl Specialization {
             pair_halves: false,
             axes4: false,
             blocks: false,
+            dense: 0,
         }
     }
 
@@ -330,6 +335,10 @@ impl Specialization {
         if self.blocks {
             constants.push(("BLOCKS", 1.0));
         }
+        // Declared by every variant (shaders/common.wgsl), set where on.
+        if self.dense > 0 {
+            constants.push(("DENSE", f64::from(self.dense)));
+        }
         match self.op {
             Op::Rope { second, .. } => constants.push((
                 "SECOND",
@@ -409,6 +418,21 @@ impl Specialization {
                                     for second in [Second::None, Second::InPlace, Second::Source] {
                                         all.push(Specialization {
                                             blocks: true,
+                                            ..plain.with_second(second)
+                                        });
+                                    }
+                                }
+                                // A caller's table on one axis and on three (f32 axes too),
+                                // in place, with K and out of place.
+                                for (dense, positions) in [
+                                    (1, PositionMode::Ids),
+                                    (3, PositionMode::Axes),
+                                    (3, PositionMode::FloatAxes),
+                                ] {
+                                    for second in [Second::None, Second::InPlace, Second::Source] {
+                                        all.push(Specialization {
+                                            dense,
+                                            positions,
                                             ..plain.with_second(second)
                                         });
                                     }

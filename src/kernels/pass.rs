@@ -360,6 +360,18 @@ impl Passes {
             grid_x: grid[0],
             ..Params::default()
         };
+        if pass.spec.dense > 0 {
+            // The table's rows of pair groups: one per (axis, head).
+            let g = pass.pairs / pass.spec.width.pairs();
+            params.dense_head = if pass.dense_heads > 1 {
+                3 * g as u32
+            } else {
+                0
+            };
+            params.dense_axis = (3 * g * pass.dense_heads) as u32;
+            params.dense_h0 = blk.start[1] as u32;
+            params.dense_h0_b = partner.map_or(blk.start[1], |o| o.start[1]) as u32;
+        }
         let a = self.view_window(input, 0, &pass.a, blk, elem);
         let b = match (&pass.b, partner) {
             (Some(view), _) => Some(self.view_window(input, 1, view, blk, elem)),

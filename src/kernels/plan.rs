@@ -58,6 +58,12 @@ pub(crate) struct Params {
     pub norm_groups: u32,
     /// Pairs per half-split block (`RopeSpec::pair_blocks`; read where `BLOCKS` is set).
     pub block: u32,
+    /// A caller's table (`RopeSpec::learned`): `freq` entries between its axes and heads,
+    /// and the first head of view A's block and of view B's.
+    pub dense_axis: u32,
+    pub dense_head: u32,
+    pub dense_h0: u32,
+    pub dense_h0_b: u32,
 }
 
 /// One tensor a block touches: its strides along (batch, head, token), its head count,
@@ -272,6 +278,10 @@ mod tests {
             norm_eps,
             norm_groups,
             block,
+            dense_axis,
+            dense_head,
+            dense_h0,
+            dense_h0_b,
         );
         let spec = crate::kernels::Specialization::new(
             crate::kernels::Kernel::Rope,

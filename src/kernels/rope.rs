@@ -100,6 +100,9 @@ impl Angles {
             rotary_dim,
             head_dim,
         })?;
+        if let Some(t) = &spec.learned {
+            return super::learned::angles(t, spec.frequency_unit);
+        }
         let f = spec.frequencies(r32, seq_len)?;
         Ok(Angles {
             inv_freq: check_frequencies(&f.inv_freq, &f.inv_freq_lo)?,
@@ -113,8 +116,12 @@ impl Passes {
     /// form of RoPE, for many calls.
     pub(crate) fn rope(&self, spec: &RopeSpec, head_dim: u64) -> Result<Rope> {
         let r = spec.validate(head_dim)?;
-        let pairs = r / 2;
-        // The frequencies (three words a pair) must fit one binding.
+        // The frequencies (three words a pair, a learned table's of every axis and head) must
+        // fit one binding.
+        let pairs = match &spec.learned {
+            Some(t) => t.values.len() as u64,
+            None => r / 2,
+        };
         if pairs.saturating_mul(12) > self.max_binding {
             return Err(Error::RowTooLarge {
                 row_bytes: pairs.saturating_mul(12),
@@ -266,7 +273,7 @@ impl Rope {
             call.positions,
             &layout,
             Reads::Rope {
-                mrope: self.spec.mrope.is_some(),
+                mrope: self.spec.position_planes() > 1,
                 planes: self.planes(),
             },
         )?;
@@ -274,10 +281,15 @@ impl Rope {
         let cache = self.call_cache(call, float)?;
         // A cache replaces the angles: no length needed.
         let angles = self.angles_at(seq_len.or(cache.is_some().then_some(0)))?;
-        // f32 positions: the whole revolutions of frequencies of one or more beside the axes.
-        let whole = match float {
-            true => float_axis_words(&angles.inv_freq, &self.axes)?,
-            false => None,
+        // f32 positions: the whole revolutions of frequencies of one or more beside the axes;
+        // a learned table's signs and whole revolutions beside its entries.
+        let whole = match (&self.spec.learned, float) {
+            (Some(t), _) => {
+                super::learned::check_heads(t.heads, call)?;
+                Some(super::learned::words(&t.values, &angles.inv_freq, float)?)
+            }
+            (None, true) => float_axis_words(&angles.inv_freq, &self.axes)?,
+            (None, false) => None,
         };
         let layouts: Vec<&Layout> = views.iter().map(|v| &v.layout).collect();
         let (a, second, b) = match (&call.k, &call.output) {
@@ -304,6 +316,7 @@ impl Rope {
                 pair_halves,
                 axes4: self.planes() == 4,
                 blocks: block > 0,
+                dense: self.spec.learned.as_ref().map_or(0, |t| t.axes as u8),
                 ..Specialization::new(
                     Kernel::Rope,
                     self.spec.pair_layout,
@@ -325,6 +338,7 @@ impl Rope {
             pairs: self.rotary_dim / 2,
             half: self.rotary_dim / 2,
             block,
+            dense_heads: self.spec.learned.as_ref().map_or(0, |t| t.heads),
             inv_freq: &angles.inv_freq,
             axes: whole.as_deref().unwrap_or(&self.axes),
             positions,
@@ -369,7 +383,7 @@ impl Rope {
     /// on the length, so that a call copies nothing.
     /// The position planes the spec reads (3 without position axes, where none are read).
     fn planes(&self) -> u64 {
-        self.spec.mrope.map_or(3, |m| m.planes())
+        self.spec.position_planes().max(3)
     }
 
     pub(super) fn angles_at(&self, seq_len: Option<u64>) -> Result<Cow<'_, Angles>> {

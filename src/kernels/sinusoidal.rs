@@ -137,6 +137,7 @@ impl Passes {
             pairs,
             half: cos_offset,
             block: 0,
+            dense_heads: 0,
             inv_freq: &inv_freq,
             axes: &axes,
             positions,

@@ -1,0 +1,71 @@
+//! Host side of a learned table (`RopeSpec::learned`): its magnitudes as the pass's
+//! frequencies, its signs and whole revolutions as their third words, and the calls it
+//! takes.
+
+use super::input::MAX_WHOLE_REVOLUTIONS;
+use super::rope::{Angles, RopeCall, check_frequencies};
+use crate::dd::Dd;
+use crate::error::{Error, Result};
+use crate::{FrequencyUnit, LearnedFrequencies};
+
+/// The table's magnitudes in radians a position (their signs go beside them, see [`words`]).
+pub(super) fn angles(t: &LearnedFrequencies, unit: FrequencyUnit) -> Result<Angles> {
+    let unit = match unit {
+        FrequencyUnit::Radians => Dd::from_f64(1.0),
+        FrequencyUnit::Revolutions => crate::dd::TWO_PI,
+    };
+    let (hi, lo): (Vec<f64>, Vec<f64>) = t
+        .values
+        .iter()
+        .map(|v| {
+            let f = unit.mul(Dd::from_f64(v.abs()));
+            (f.hi, f.lo)
+        })
+        .unzip();
+    Ok(Angles {
+        inv_freq: check_frequencies(&hi, &lo)?,
+        attention_factor: 1.0,
+    })
+}
+
+/// The third frequency word of each entry of a learned table: its sign, and at f32
+/// positions its whole revolutions (`sign | W << 1`).
+pub(super) fn words(values: &[f64], inv_freq: &[Dd], float: bool) -> Result<Vec<u32>> {
+    values
+        .iter()
+        .zip(inv_freq)
+        .map(|(&v, &f)| {
+            let whole = match float {
+                true => crate::angle::whole_revolutions(f)
+                    .filter(|&w| w <= MAX_WHOLE_REVOLUTIONS)
+                    .ok_or(Error::InvalidParameter {
+                        what: "learned frequency with f32 positions",
+                        value: v,
+                        need: "below 2 pi 2^30 radians a position in magnitude",
+                    })?,
+                false => 0,
+            };
+            Ok(u32::from(v < 0.0) | whole << 1)
+        })
+        .collect()
+}
+
+/// A learned table of more than one head needs tensors of its heads.
+pub(super) fn check_heads(heads: u64, call: &RopeCall<'_>) -> Result<()> {
+    let views = [Some(&call.tensor), call.k.as_ref()];
+    for v in views.into_iter().flatten() {
+        if heads > 1 && v.layout.shape[1] != heads {
+            return Err(Error::ShapeMismatch {
+                what: "a learned table's heads must be the tensors' (or one head for all)",
+                a: v.layout.shape,
+                b: [heads, heads, heads, heads],
+            });
+        }
+    }
+    if call.cache.is_some() {
+        return Err(Error::Unsupported(
+            "a cos/sin cache replaces the frequencies: a learned table takes none",
+        ));
+    }
+    Ok(())
+}
