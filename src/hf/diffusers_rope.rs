@@ -69,7 +69,7 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 6] = [
     (
         "MochiTransformer3DModel",
         "MochiRoPE",
-        "learned per-head frequencies",
+        "learned per-head frequencies: its checkpoint's pos_frequencies [3, heads, head_dim / 2], not in config.json; rotate with RopeSpec::learned and that weight (checked against MochiRoPE)",
     ),
     (
         "SanaWMTransformer3DModel",

@@ -238,3 +238,92 @@ fn learned_tables_are_refused_where_they_cannot_run() {
         .expect_err("heads");
     assert!(matches!(e, Error::ShapeMismatch { .. }), "{e}");
 }
+
+/// Mochi's learned RoPE as diffusers runs it (`tests/data/diffusers/mochi_rope.py`: its
+/// `MochiRoPE` over a 5 x 24 x 40 latent grid, a `[3, 24, 64]` table): the table as
+/// `RopeSpec::learned` at the positions the module made (fractional, centered), 24 heads of
+/// 128 over interleaved pairs, against the module's cos and sin at the sampled tokens, and
+/// the GPU against the reference.
+#[test]
+fn mochi_learned_rope_matches_diffusers() {
+    let data = super::common::test_data("diffusers/mochi_rope.json");
+    let floats = |v: &serde_json::Value| -> Vec<f64> {
+        let mut out = Vec::new();
+        let mut stack = vec![v];
+        while let Some(v) = stack.pop() {
+            match v.as_array() {
+                Some(a) => stack.extend(a.iter().rev()),
+                None => out.push(f64::from(v.as_f64().expect("number") as f32)),
+            }
+        }
+        out
+    };
+    let (heads, d) = (super::u(&data["heads"]), super::u(&data["head_dim"]));
+    let pairs = d / 2;
+    let spec = RopeSpec::new()
+        .pair_layout(wgpu_posenc::PairLayout::Interleaved)
+        .learned(LearnedFrequencies::new(
+            3,
+            heads,
+            floats(&data["pos_frequencies"]),
+        ));
+    let positions: Vec<Vec<f64>> = data["positions"]
+        .as_array()
+        .expect("positions")
+        .iter()
+        .map(floats)
+        .collect();
+    let n = positions.len();
+    let mut words = vec![0u32; 3 * n];
+    for (k, p) in positions.iter().enumerate() {
+        for a in 0..3 {
+            words[a * n + k] = (p[a] as f32).to_bits();
+        }
+    }
+    let shape = wgpu_posenc::Dims {
+        batch: 1,
+        seq: n as u64,
+        heads,
+        head_dim: d,
+    };
+    let q = Rng::new(31).values(n * (heads * d) as usize);
+    let got = super::rotate_with(&spec, shape, &q, &words, |v| Positions::FloatAxes(v));
+    let mut want: Vec<f64> = q.iter().map(|&v| f64::from(v)).collect();
+    reference::rope(
+        &spec,
+        &Layout::bshd(shape),
+        &mut want,
+        Positions::FloatAxes(&words[..]),
+    );
+    let ours = got
+        .iter()
+        .zip(&want)
+        .map(|(&a, b)| (f64::from(a) - b).abs())
+        .fold(0.0, f64::max);
+    assert!(ours <= 4e-7, "GPU {ours:e} from the reference");
+    let (cos, sin) = (&data["cos"], &data["sin"]);
+    let mut theirs = 0.0f64;
+    for (k, p) in positions.iter().enumerate() {
+        let (c, s) = (floats(&cos[k]), floats(&sin[k]));
+        // f32 angles of up to sum |p_a| max |F| radians: a few units in their last place.
+        let far = p.iter().map(|v| v.abs()).sum::<f64>().max(1.0);
+        let allowed = 2.0 * (2e-7 + 8.0 * far * 2f64.powi(-24));
+        for h in 0..heads as usize {
+            let row = (k * heads as usize + h) * d as usize;
+            for j in 0..pairs as usize {
+                let (a, b) = (f64::from(q[row + 2 * j]), f64::from(q[row + 2 * j + 1]));
+                let (cj, sj) = (c[h * pairs as usize + j], s[h * pairs as usize + j]);
+                let e0 = (a * cj - b * sj - want[row + 2 * j]).abs();
+                let e1 = (a * sj + b * cj - want[row + 2 * j + 1]).abs();
+                assert!(
+                    e0.max(e1) <= allowed,
+                    "token {k} head {h} pair {j}: {e0:e} {e1:e}"
+                );
+                theirs = theirs.max(e0.max(e1));
+            }
+        }
+    }
+    eprintln!(
+        "Mochi (MochiRoPE): reference within {theirs:.1e} of diffusers at {n} tokens, GPU {ours:.1e} of the reference"
+    );
+}
