@@ -1059,6 +1059,20 @@ fn recorded() -> &'static Recorder {
                 Layout::bhsd([2, 2, 11, 64]),
                 HostPositions::Axes(&axes),
             ),
+            (
+                "rope from a learned table per head on three f32 axes (Mochi's form)",
+                RopeSpec::new()
+                    .pair_layout(PairLayout::Interleaved)
+                    .learned(wgpu_posenc::LearnedFrequencies::new(
+                        3,
+                        2,
+                        (0..3 * 2 * 32)
+                            .map(|i| ((i * 37 % 101) as f64 - 50.0) / 40.0)
+                            .collect(),
+                    )),
+                Layout::bhsd([2, 2, 11, 64]),
+                HostPositions::FloatAxes(&float_axes),
+            ),
         ];
         for (name, spec, layout, host) in &f32_cases {
             rope(&mut rec, name, spec, *layout, Dtype::F32, *host, &mut rng);

@@ -290,6 +290,22 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                             9 => spec.axes_dealt([pairs - 2 * t, t, t]),
                             // Lists rising from pi/2 (LTX's), in any order.
                             3 => spec.axes_rising([pairs - 2 * t, t, t], order),
+                            // A learned table (Mochi's), of one head or the tensor's.
+                            6 if pairs <= 4096 => {
+                                let heads = if seed % 4 == 0 {
+                                    layout.shape[1].min(64)
+                                } else {
+                                    1
+                                };
+                                let mut draw = common::Rng::new(seed ^ 0x7ab1e);
+                                let values = (0..3 * heads * pairs)
+                                    .map(|i| {
+                                        let u = draw.next_u64() as f64 / u64::MAX as f64 - 0.5;
+                                        if i % 5 == 0 { 60.0 * u } else { 2.0 * u }
+                                    })
+                                    .collect();
+                                spec.learned(wgpu_posenc::LearnedFrequencies::new(3, heads, values))
+                            }
                             _ => spec.mrope_order([pairs - 2 * t, t, t], order),
                         };
                         // A base per axis (Cosmos') with per-axis lists, now and then.
