@@ -415,7 +415,7 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
     staging.unmap();
 
     let mut worst = 0.0f64;
-    for (k, (&(_, s, _), input)) in rows.iter().zip(&inputs).enumerate() {
+    for (k, (&(h, s, _), input)) in rows.iter().zip(&inputs).enumerate() {
         let mut expected: Vec<f64> = input.iter().map(|&v| f64::from(v)).collect();
         match case {
             Case::Qkv(path) => {
@@ -438,7 +438,7 @@ fn check(ctx: &PosEnc, case: Case, buffers: &Buffers) -> Result<Option<f64>, Err
                 let one = Layout::bhsd([1, 1, 1, HEAD_DIM]);
                 let p = cases::axes_position(model, seq, s);
                 reference::rope(
-                    &cases::axes_spec(model),
+                    &head_spec(model, h),
                     &one,
                     &mut expected,
                     HostPositions::Axes(&p[..]),
@@ -769,4 +769,15 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+/// The spec that rotates head `h` of the cases' buffer (Q heads 0..16, K heads 16..32): the
+/// model's, or for Mochi the table's row of that head alone.
+fn head_spec(model: cases::AxesModel, h: u64) -> wgpu_posenc::RopeSpec {
+    match model {
+        cases::AxesModel::Mochi => wgpu_posenc::RopeSpec::new()
+            .pair_layout(PairLayout::Interleaved)
+            .learned(cases::mochi_table(Some(h % 16))),
+        _ => cases::axes_spec(model),
+    }
 }

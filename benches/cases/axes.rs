@@ -4,9 +4,10 @@
 //! `(0, 0, 0, l)` then the image's `(0, row, column, 0)`), Q and K in one dispatch over the
 //! cases' buffer read as `[1, S, 32, 128]` (BSHD, as diffusers' attention holds them): Q the
 //! first 16 heads, K the other 16. The positions are in one buffer `[3 or 4, S]`; no cos/sin
-//! table is read.
+//! table is read. Mochi's form: a learned table `[3, 16, 64]` (one frequency a pair, head and
+//! axis) at Wan's grid, so that every head computes angles of its own.
 
-use wgpu_posenc::{PairLayout, RopeSpec};
+use wgpu_posenc::{LearnedFrequencies, PairLayout, RopeSpec};
 
 /// Which model's axes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +18,8 @@ pub enum AxesModel {
     Wan,
     /// FLUX.2: as FLUX.1's tokens, on four axes.
     Flux2,
+    /// Mochi: a learned table per head over Wan's grid.
+    Mochi,
 }
 
 /// The position planes of a model's spec.
@@ -31,7 +34,25 @@ pub fn axes_spec(model: AxesModel) -> RopeSpec {
         AxesModel::Flux => spec.axes_rope([8, 28, 28]),
         AxesModel::Wan => spec.axes_rope([22, 21, 21]),
         AxesModel::Flux2 => spec.base(2000.0).axes_rope4([16, 16, 16, 16]),
+        AxesModel::Mochi => spec.learned(mochi_table(None)),
     }
+}
+
+/// A `[3, 16, 64]` table as RoPE-Mixed fills one (pair k: 10 000^(-2k/128) along a direction
+/// of its own), deterministic; `head` takes one head's rows alone.
+pub fn mochi_table(head: Option<u64>) -> LearnedFrequencies {
+    let heads: Vec<u64> = head.map_or((0..16).collect(), |h| vec![h]);
+    let mut values = Vec::new();
+    for a in 0..3u64 {
+        for &h in &heads {
+            for k in 0..64u64 {
+                let angle = (h * 64 + k) as f64 * 0.7;
+                let dir = [angle.cos() * 0.6, angle.sin() * 0.6, 0.53];
+                values.push(dir[a as usize] * 10_000f64.powf(-((2 * k) as f64) / 128.0));
+            }
+        }
+    }
+    LearnedFrequencies::new(3, heads.len() as u64, values)
 }
 
 /// The `(t, h, w)` (FLUX.2: `(t, h, w, l)`) position of token `s` of `seq`.
@@ -47,7 +68,7 @@ pub fn axes_position(model: AxesModel, seq: u64, s: u64) -> Vec<u32> {
             None => vec![0, 0, 0, s as u32],
             Some(i) => vec![0, (i / 64) as u32, (i % 64) as u32, 0],
         },
-        AxesModel::Wan => {
+        AxesModel::Wan | AxesModel::Mochi => {
             let (h, w) = (30, 52);
             vec![(s / (h * w)) as u32, ((s / w) % h) as u32, (s % w) as u32]
         }

@@ -12,7 +12,7 @@ mod axes;
 mod decode;
 
 #[allow(unused_imports, reason = "the criterion bench does not check results")]
-pub use axes::{AxesModel, axes_position, axes_spec};
+pub use axes::{AxesModel, axes_position, axes_spec, mochi_table};
 pub use decode::Decode;
 use wgpu_posenc::Dims;
 use wgpu_posenc::roofline::Roofline;
@@ -112,6 +112,7 @@ impl Case {
         all.push(Case::Axes(AxesModel::Flux));
         all.push(Case::Axes(AxesModel::Wan));
         all.push(Case::Axes(AxesModel::Flux2));
+        all.push(Case::Axes(AxesModel::Mochi));
         for path in [
             QkvPath::Fused,
             QkvPath::FusedNorm,
@@ -140,6 +141,7 @@ impl Case {
             Case::Axes(AxesModel::Flux) => "rope-axes-flux-qk",
             Case::Axes(AxesModel::Wan) => "rope-axes-wan-qk",
             Case::Axes(AxesModel::Flux2) => "rope-axes-flux2-qk",
+            Case::Axes(AxesModel::Mochi) => "rope-axes-mochi-qk",
             Case::Qkv(QkvPath::Fused) => "qkv-fused",
             Case::Qkv(QkvPath::FusedNorm) => "qkv-fused-norm",
             Case::Qkv(QkvPath::FusedNormInPlace) => "qkv-fused-norm-inplace",
@@ -533,7 +535,7 @@ pub struct Buffers {
     /// The grid case's grid.
     pub grid: SincosGrid,
     /// The axes cases' positions `[3 or 4, S]`: FLUX's, Wan's, FLUX.2's.
-    pub axes: [wgpu::Buffer; 3],
+    pub axes: [wgpu::Buffer; 4],
 }
 
 impl Buffers {
@@ -567,7 +569,13 @@ impl Buffers {
                 },
             ),
             grid: grid(seq),
-            axes: [AxesModel::Flux, AxesModel::Wan, AxesModel::Flux2].map(|model| {
+            axes: [
+                AxesModel::Flux,
+                AxesModel::Wan,
+                AxesModel::Flux2,
+                AxesModel::Mochi,
+            ]
+            .map(|model| {
                 wgpu::util::DeviceExt::create_buffer_init(
                     device,
                     &wgpu::util::BufferInitDescriptor {
