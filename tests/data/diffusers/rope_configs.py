@@ -37,13 +37,16 @@ The two forms of forward:
     Lumina 2's caption and image ids, AnyFlow's full-resolution grid, EasyAnimate's float
     crop coordinates, OmniGen's 1-D LongRoPE at positions 4 000 to 4 299
     (past its original 4 096: the long factors; the build takes factors of its own, see
-    `main`) (see `run_other`). HiDream is built with the published HiDream-I1's
+    `main`) (see `run_other`); LTX-Video's, LTX-2's and SANA-WM's LTX-2 refiner's modules at
+    their pipelines' coordinates, the positions recorded as `2 g - 1` of each coordinate's
+    fraction `g` of the base size, and their leading lanes (`lead`, cos 1 and sin 0) cut
+    from the rows (see `run_ltx`). HiDream is built with the published HiDream-I1's
     `axes_dims_rope` (64, 32, 32), on which its forward runs (see `main`).
 Classes of other forms are listed with their rotary modules and no golden.
 
 Output (stdout, JSON): {"generator", "diffusers", "torch", "builds": {label: {"config",
 "rope": [{"path", "module"}], "golden": [{"path", "module", "form", "layout", "pairs",
-"rows", "positions", "cos", "sin"}], "error"?}}}
+"rows", "positions", "cos", "sin", "lead"}], "error"?}}}
 """
 
 import inspect
