@@ -304,7 +304,7 @@ fn shape(keys: &Keys<'_>, rule: Rule) -> Result<(Vec<u64>, u64, Option<u64>)> {
             (Vec::new(), d, Some(d / 2))
         }
         // LTX's: read by read_ltx, the whole inner dimension.
-        Form::Interleaved(..) | Form::Ltx(_) => {
+        Form::Interleaved(..) | Form::Ltx(..) => {
             let d = head(0)?;
             (Vec::new(), d, Some(d))
         }
@@ -342,18 +342,10 @@ fn read_ltx(keys: &Keys<'_>, rule: Rule, axes: u64) -> Result<RotaryModule> {
     })
 }
 
-/// LTX-2's `rope_type`: `interleaved` (its default) is read; `split` cuts one frequency list
-/// across the heads, each head a slice of it, half-split within the head: frequencies that
-/// differ from head to head, not read.
-fn ltx2_rope_type(keys: &Keys<'_>, class: &str, module: &'static str) -> Result<()> {
+/// LTX-2's `rope_type`: `interleaved` (its default) or `split`.
+fn ltx2_rope_type(keys: &Keys<'_>) -> Result<()> {
     match keys.opt_str("rope_type")? {
-        None | Some("interleaved") => Ok(()),
-        Some("split") => Err(Error::Frequency(FrequencyError::DiffusersRopeNotRead {
-            class: class.to_string(),
-            module,
-            reason: "rope_type split: each head takes its own slice of one frequency list \
-                     spanning the heads (frequencies that differ from head to head), not read",
-        })),
+        None | Some("interleaved" | "split") => Ok(()),
         Some(_) => Err(Keys::bad(
             "rope_type",
             "interleaved or split",
@@ -362,10 +354,55 @@ fn ltx2_rope_type(keys: &Keys<'_>, class: &str, module: &'static str) -> Result<
     }
 }
 
+/// LTX-2's `split` rotation of `heads` heads of the inner dimension `d`: one list of `d / 2`
+/// pairs, `d / 2 - axes n` of them in front unrotated, then `n` rising frequencies with the
+/// axes interleaved, cut into the heads' slices, half-split within each head: a learned
+/// table ([`RopeSpec::learned`]) of each head's pairs, the entries of other axes zero.
+fn read_ltx_split(keys: &Keys<'_>, rule: Rule, axes: u64, heads: u64) -> Result<RotaryModule> {
+    let d = head_dim(keys, rule.head, 0)?;
+    let n = d / (2 * axes);
+    if heads == 0 || n == 0 || !d.is_multiple_of(2 * heads) {
+        let need = "an inner dimension of two lanes an axis, split evenly over the heads";
+        return Err(Keys::bad("num_attention_heads", need, Some(&heads.into())));
+    }
+    let theta = match rule.theta {
+        Theta::Fixed(t) => t,
+        Theta::Key(key, default) => keys.opt_f(key)?.unwrap_or(default),
+    };
+    let (pairs, per_head) = (d / 2, d / 2 / heads);
+    let pad = pairs - axes * n;
+    // 1-D modules read their one plane as 1-D positions.
+    let mut values = vec![0.0; (axes * pairs) as usize];
+    for g in pad..pairs {
+        let (k, a) = ((g - pad) / axes, (g - pad) % axes);
+        let e = if n > 1 {
+            k as f64 / (n - 1) as f64
+        } else {
+            0.0
+        };
+        let (h, p) = (g / per_head, g % per_head);
+        values[((a * heads + h) * per_head + p) as usize] =
+            std::f64::consts::FRAC_PI_2 * theta.powf(e);
+    }
+    let spec = RopeSpec::new()
+        .base(theta)
+        .learned(crate::LearnedFrequencies::new(axes, heads, values));
+    spec.validate(d / heads)?;
+    Ok(RotaryModule {
+        path: rule.path,
+        module: rule.module,
+        spec,
+        head_dim: d / heads,
+    })
+}
+
 /// One module's rotation, from its rule.
 fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<RotaryModule> {
-    if let Form::Ltx(axes) = rule.form {
-        return read_ltx(keys, rule, axes);
+    if let Form::Ltx(axes, heads, default) = rule.form {
+        return match keys.opt_str("rope_type")? {
+            Some("split") => read_ltx_split(keys, rule, axes, width(keys, heads, default)?),
+            _ => read_ltx(keys, rule, axes),
+        };
     }
     let (dims, d, one_d) = shape(keys, rule)?;
     let rotated = one_d.unwrap_or_else(|| dims.iter().sum());
@@ -437,7 +474,9 @@ impl RotaryModule {
     /// - interleaved M-RoPE: Ideogram 4 and Cosmos 3;
     /// - rising lists after leading lanes ([`RopeSpec::axes_rising`],
     ///   [`RopeSpec::leading_lanes`]): LTX-Video, LTX-2 and SANA-WM's LTX-2 refiner (`rope_type`
-    ///   `interleaved`; `split` is refused by name). These rotate Q and K before the heads
+    ///   `interleaved`; with `split`, one list across the heads, each head half-split over its
+    ///   slice, a learned table per head, [`RopeSpec::learned`], over `head_dim` the inner
+    ///   dimension over the heads). These rotate Q and K before the heads
     ///   split: `head_dim` is the inner dimension (heads times their width, or
     ///   `audio_cross_attention_dim`), a view of one head over `[batch, seq, inner]`, and the
     ///   positions are each coordinate's fraction `g` of the module's base size as
@@ -485,8 +524,8 @@ impl RotaryModule {
                 false => Err(keys.unknown_class()),
             };
         };
-        if let Some(r) = rules.iter().find(|r| matches!(r.form, Form::Ltx(1))) {
-            ltx2_rope_type(&keys, class, r.module)?;
+        if rules.iter().any(|r| matches!(r.form, Form::Ltx(1, ..))) {
+            ltx2_rope_type(&keys)?;
         }
         rules.into_iter().map(|r| read_rule(&keys, r)).collect()
     }

@@ -41,8 +41,10 @@ pub(super) enum Form {
     Interleaved(&'static str, [u64; 3]),
     /// LTX's: `n = d / (2 a)` frequencies rising from `pi/2` on each of `a` axes (three, or
     /// one for the audio and cross-attention modules), interleaved per frequency, over the
-    /// whole inner dimension `d` after `d % (2 a)` leading lanes.
-    Ltx(u64),
+    /// whole inner dimension `d` after `d % (2 a)` leading lanes; with LTX-2's `rope_type`
+    /// `split` the list spans the heads (their count under a key with its default), each
+    /// head half-split over its slice.
+    Ltx(u64, &'static str, u64),
 }
 
 /// The theta of a rule: a constant, or a key with diffusers' default.
@@ -166,12 +168,14 @@ fn ltx2(m: &'static str) -> Vec<Rule> {
         64,
     );
     let cross = Head::Key("audio_cross_attention_dim", 2048);
-    let one = |path, axes, head| with(rule(path, m, Form::Ltx(axes), theta), IL, head);
+    let (v, a) = ("num_attention_heads", "audio_num_attention_heads");
+    let one =
+        |path, axes, heads, head| with(rule(path, m, Form::Ltx(axes, heads, 32), theta), IL, head);
     vec![
-        one("rope", 3, video),
-        one("audio_rope", 1, audio),
-        one("cross_attn_rope", 1, cross),
-        one("cross_attn_audio_rope", 1, cross),
+        one("rope", 3, v, video),
+        one("audio_rope", 1, a, audio),
+        one("cross_attn_rope", 1, v, cross),
+        one("cross_attn_audio_rope", 1, a, cross),
     ]
 }
 
@@ -290,7 +294,8 @@ fn video_rules(class: &str) -> Option<Vec<Rule>> {
         }
         "LTXVideoTransformer3DModel" => {
             let inner = Head::Times("num_attention_heads", 32, "attention_head_dim", 64);
-            let r = rule("rope", "LTXVideoRotaryPosEmbed", Form::Ltx(3), T4);
+            let form = Form::Ltx(3, "num_attention_heads", 32);
+            let r = rule("rope", "LTXVideoRotaryPosEmbed", form, T4);
             vec![with(r, IL, inner)]
         }
         "LTX2VideoTransformer3DModel" => ltx2("LTX2AudioVideoRotaryPosEmbed"),

@@ -99,22 +99,8 @@ fn diffusers_rotary_modules_read_from_their_configs() {
     two["axes_dims_rope"] = serde_json::json!([32, 32]);
     let e = RotaryModule::from_diffusers_config(&two).expect_err("two axes for three ids");
     assert!(e.to_string().contains("axes_dims_rope"), "{e}");
-    // LTX-2's split tables (a slice of one list for each head) are refused by name; a
-    // rope_type diffusers does not know is a bad key.
+    // A rope_type diffusers does not know is a bad key.
     let mut split = builds["LTX2VideoTransformer3DModel"]["config"].clone();
-    split["rope_type"] = serde_json::json!("split");
-    let e = RotaryModule::from_diffusers_config(&split).expect_err("split");
-    assert!(
-        matches!(
-            &e,
-            Error::Frequency(FrequencyError::DiffusersRopeNotRead {
-                module: "LTX2AudioVideoRotaryPosEmbed",
-                reason,
-                ..
-            }) if reason.contains("split")
-        ),
-        "{e}"
-    );
     split["rope_type"] = serde_json::json!("neox");
     let e = RotaryModule::from_diffusers_config(&split).expect_err("unknown rope_type");
     assert!(e.to_string().contains("rope_type"), "{e}");
@@ -160,8 +146,12 @@ fn check_module(label: &str, rope: &RotaryModule, golden: &Value) {
         .collect();
     let n = positions.len();
     // `[t.. | h.. | w..]`, two-axis models leaving t at zero; or one a token.
-    let axes_mode = rope.spec.mrope.is_some();
-    let rows = rope.spec.mrope.map_or(1, |m| m.planes() as usize);
+    let planes = match (&rope.spec.mrope, &rope.spec.learned) {
+        (Some(m), _) => m.planes(),
+        (None, Some(t)) => t.planes(),
+        (None, None) => 1,
+    };
+    let (axes_mode, rows) = (planes > 1, planes as usize);
     let mut axes = vec![0f32; rows * n];
     for (k, p) in positions.iter().enumerate() {
         assert!(p.len() <= rows, "{label}: {} position axes", p.len());
@@ -171,7 +161,8 @@ fn check_module(label: &str, rope: &RotaryModule, golden: &Value) {
         }
     }
     let words: Vec<u32> = axes.iter().map(|x| x.to_bits()).collect();
-    let (heads, d) = (2u64, rope.head_dim);
+    // LTX-2's split tables differ from head to head: every head of the module.
+    let (heads, d) = (golden["heads"].as_u64().unwrap_or(2), rope.head_dim);
     // OmniGen's LongRoPE chooses its factors by the largest position + 1, as its module does.
     let mut spec = rope.spec.clone();
     if spec.scaling.needs_seq_len() {
@@ -199,15 +190,22 @@ fn check_module(label: &str, rope: &RotaryModule, golden: &Value) {
     // The fastest pair's radians a position (LTX's reach (pi/2) theta), at least 1.
     let (freqs, _) =
         reference::frequencies(spec, r, spec.scaling_seq_len.unwrap_or(0)).expect("frequencies");
-    let fastest = freqs.iter().fold(1.0f64, |m, f| m.max(f.0));
+    let fastest = match &spec.learned {
+        Some(t) => t.values.iter().fold(1.0f64, |m, v| m.max(v.abs())),
+        None => freqs.iter().fold(1.0f64, |m, f| m.max(f.0)),
+    };
     // The module's rotation of the same rows, from its cos and sin.
     let mut theirs = 0.0f64;
     for (k, p) in positions.iter().enumerate() {
-        let (c, s) = (list(&golden["cos"][k]), list(&golden["sin"][k]));
+        let per_head = golden.get("heads").is_some();
         let far = p.iter().fold(1.0f64, |m, &v| m.max(v.abs())) * fastest;
         // f32 angles of a position `far` (and f32 cos, sin): a few units in their last place.
         let allowed = 2.0 * (2e-7 + 8.0 * far * 2f64.powi(-24));
         for h in 0..heads as usize {
+            let (c, s) = match per_head {
+                true => (list(&golden["cos"][k][h]), list(&golden["sin"][k][h])),
+                false => (list(&golden["cos"][k]), list(&golden["sin"][k])),
+            };
             let row = (k * heads as usize + h) * d as usize;
             let x = &q[row..row + d as usize];
             let mut out: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
@@ -250,6 +248,10 @@ fn describe(r: &RotaryModule) -> String {
         PairLayout::HalfSplit => "half-split",
     };
     let axes = match s.mrope {
+        None if s.learned.is_some() => {
+            let t = s.learned.as_ref().expect("learned");
+            format!("learned table of {} axes x {} heads", t.axes, t.heads)
+        }
         None => "1-D".to_string(),
         Some(m) if m.fourth > 0 => {
             let [t, h, w] = m.section;

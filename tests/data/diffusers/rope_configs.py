@@ -40,7 +40,8 @@ The two forms of forward:
     `main`) (see `run_other`); LTX-Video's, LTX-2's and SANA-WM's LTX-2 refiner's modules at
     their pipelines' coordinates, the positions recorded as `2 g - 1` of each coordinate's
     fraction `g` of the base size, and their leading lanes (`lead`, cos 1 and sin 0) cut
-    from the rows (see `run_ltx`). HiDream is built with the published HiDream-I1's
+    from the rows (see `run_ltx`); LTX-2 also with `rope_type` `split` (`#split`: its cos and
+    sin per head, `heads` recorded, half-split within each head). HiDream is built with the published HiDream-I1's
     `axes_dims_rope` (64, 32, 32), on which its forward runs (see `main`).
 Classes of other forms are listed with their rotary modules and no golden.
 
@@ -337,9 +338,15 @@ def golden(label, path, module, config):
         form, (positions, out) = "other", run_ltx(cpu, name, path)
     else:
         return None
-    cos, sin, layout = to_pairs(out)
+    per_head = name in LTX and getattr(cpu, "rope_type", "interleaved") == "split"
+    if per_head:
+        # LTX-2's split tables: [batch, heads, tokens, pairs], half-split within each head.
+        out = tuple(t[0].transpose(0, 1) for t in out)
+        cos, sin, layout = out[0].double(), out[1].double(), "half"
+    else:
+        cos, sin, layout = to_pairs(out)
     # LTX's leading lanes (cos 1, sin 0), before the rotated pairs.
-    lead = cpu.dim % (2 * len(positions[0])) if name in LTX else 0
+    lead = cpu.dim % (2 * len(positions[0])) if name in LTX and not per_head else 0
     if lead:
         assert layout == "interleaved" and bool((cos[:, : lead // 2] == 1).all())
         assert bool((sin[:, : lead // 2] == 0).all())
@@ -349,7 +356,8 @@ def golden(label, path, module, config):
     rng = random.Random(f"rope-configs-{label}-{path}")
     s = len(positions)
     rows = sorted({0, s - 1} | {rng.randrange(s) for _ in range(SAMPLES - 2)})
-    return dict(path=path, module=name, form=form, layout=layout, lead=lead, pairs=cos.shape[1],
+    return dict(path=path, module=name, form=form, layout=layout, lead=lead, pairs=cos.shape[-1],
+                **({"heads": cos.shape[1]} if per_head else {}),
                 rows=rows, positions=[positions[r] for r in rows],
                 cos=[cos[r].tolist() for r in rows], sin=[sin[r].tolist() for r in rows])
 
@@ -398,6 +406,10 @@ def main():
                 # (32, 32) covers two of the three id columns its forward passes, and
                 # diffusers' own module fails on it (IndexError).
                 kwargs = dict(kwargs, axes_dims_rope=(64, 32, 32))
+            if name == "LTX2VideoTransformer3DModel":
+                # Its other rope_type: one list across the heads, each head a slice of it.
+                split = f"{label}#split"
+                builds[split] = build(getattr(diffusers, name), dict(kwargs, rope_type="split"), split)
             try:
                 builds[label] = build(getattr(diffusers, name), kwargs, label)
             except Exception as e:  # noqa: BLE001 (the config does not build)
