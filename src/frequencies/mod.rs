@@ -15,9 +15,10 @@
 use std::f64::consts::PI;
 
 mod checks;
+pub(crate) mod error;
 
 use crate::dd::Dd;
-pub use crate::error::FrequencyError;
+pub use error::FrequencyError;
 
 /// Frequency scaling of RoPE (HF transformers `rope_type`).
 ///
