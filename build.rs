@@ -34,7 +34,7 @@ const CACHE_DTYPES: [&str; 3] = ["cache_f32", "cache_f16", "cache_bf16"];
 /// or subgroup shuffles (`enable subgroups;`, where the device has `Features::SUBGROUP`).
 const REDUCTIONS: [&str; 2] = ["barrier", "subgroups"];
 /// Standalone shaders, read whole by the code that uses them.
-const STANDALONE: [&str; 1] = ["identity"];
+const STANDALONE: [&str; 2] = ["identity", "position_grid"];
 /// The exported modules: entry file, the name of its constant, and the functions and
 /// bindings a user's kernel calls (with what they use, all that is exported).
 const EXPORTS: [(&str, &str, &[&str]); 2] = [

@@ -8,6 +8,7 @@ use crate::kernels::fused::QkvCall;
 use crate::kernels::pass::EncodeReport;
 use crate::kernels::rope::{Rope, RopeCall};
 use crate::kernels::sinusoidal::SinusoidalOp;
+use crate::position_grid::PositionGrid;
 use crate::positions::{HostPositions, Positions};
 use crate::sinusoid::SinusoidalSpec;
 use crate::spec::RopeSpec;
@@ -479,6 +480,55 @@ impl PosEnc {
             .fill_new("the sin-cos grid", layout, |passes, encoder, table| {
                 passes
                     .encode_sincos_grid(encoder, grid, &table, None)
+                    .map(drop)
+            })
+            .await
+    }
+
+    /// Records the positions of a [`PositionGrid`] (FLUX's ids, a video's `(t, h, w)`,
+    /// Qwen-Image's centered grid, merge blocks, ...) for `batch` rows into `out`:
+    /// `[grid.axes, batch, grid.tokens()]` f32 values (their bits), every row the same, the
+    /// array of [`Positions::FloatAxes`] (3 or 4 axes) or [`Positions::Float`] (1 axis) for
+    /// a RoPE call recorded after it. One dispatch; the grid's description (40 words a
+    /// segment) goes into a buffer of the call. `out` needs `STORAGE` usage and room for the
+    /// values from its offset; a bad grid is an [`Error::InvalidPositionGrid`].
+    pub fn encode_position_grid(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        grid: &PositionGrid,
+        batch: u64,
+        out: ArrayView<'_>,
+    ) -> Result<EncodeReport> {
+        self.passes.encode_position_grid(encoder, grid, batch, out)
+    }
+
+    /// The positions of a [`PositionGrid`] as the GPU computes them, `[axes, batch,
+    /// tokens]`, read back (the same values as [`PositionGrid::positions`]).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn position_grid_host(&self, grid: &PositionGrid, batch: u64) -> Result<Vec<f32>> {
+        pollster::block_on(self.position_grid_host_async(grid, batch))
+    }
+
+    /// The async form of `PosEnc::position_grid_host`.
+    pub async fn position_grid_host_async(
+        &self,
+        grid: &PositionGrid,
+        batch: u64,
+    ) -> Result<Vec<f32>> {
+        grid.validate()?;
+        let values = grid
+            .tokens()
+            .saturating_mul(batch)
+            .saturating_mul(grid.axes as u64);
+        if values == 0 {
+            return Ok(Vec::new());
+        }
+        let layout = Layout::rows(1, values);
+        self.passes
+            .fill_new("the position grid", layout, |passes, encoder, table| {
+                let out = ArrayView::at(table.buffer, table.layout.offset * 4);
+                passes
+                    .encode_position_grid(encoder, grid, batch, out)
                     .map(drop)
             })
             .await

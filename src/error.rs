@@ -56,6 +56,13 @@ pub enum Error {
         /// The tensor's head dimension.
         head_dim: u64,
     },
+    /// A [`PositionGrid`](crate::PositionGrid) the crate cannot build: the reason says which
+    /// segment and axis, and what it needs.
+    #[error("position grid: {reason}")]
+    InvalidPositionGrid {
+        /// What is wrong, and how to fix it.
+        reason: String,
+    },
     /// A learned frequency table of the wrong shape.
     #[error(
         "a learned frequency table of {axes} axes and {heads} heads over {pairs} rotated pairs \

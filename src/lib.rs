@@ -57,6 +57,7 @@ pub mod kernels;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod kernels;
 mod learned;
+mod position_grid;
 mod positions;
 pub mod reference;
 #[cfg(feature = "roofline")]
@@ -83,6 +84,7 @@ pub use kernels::fused::{CacheIndex, KvCache, QkvCall};
 pub use kernels::pass::EncodeReport;
 pub use kernels::rope::{Rope, RopeCall};
 pub use learned::LearnedFrequencies;
+pub use position_grid::{GRID_DIMS, GridAxis, GridSegment, MAX_GRID_SEGMENTS, PositionGrid};
 pub use positions::{HostPositions, Positions};
 pub use sinusoid::{SinusoidalLayout, SinusoidalSpec, Timescales};
 pub use spec::{

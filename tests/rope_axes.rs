@@ -12,6 +12,8 @@ mod common;
 #[cfg(feature = "hf-config")]
 #[path = "rope_axes/diffusers.rs"]
 mod diffusers;
+#[path = "rope_axes/grids.rs"]
+mod grids;
 #[path = "rope_axes/learned.rs"]
 mod learned;
 #[path = "rope_axes/rising.rs"]

@@ -166,6 +166,18 @@ fn every_variant_validates_and_translates() {
 }
 
 #[test]
+fn the_position_grid_shader_validates_and_translates() {
+    let (module, info) = compile(
+        include_str!("../shaders/position_grid.wgsl"),
+        &[],
+        "position_grid.wgsl",
+    );
+    translate(&module, &info, true, "position_grid.wgsl");
+    // Integer sums and one product; `max` keeps a divisor non-zero: nothing else.
+    assert_eq!(math_functions(&module), vec![M::Max]);
+}
+
+#[test]
 fn the_identity_shader_validates_and_translates() {
     let (module, info) = identity();
     translate(&module, &info, true, "identity.wgsl");

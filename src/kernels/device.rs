@@ -50,6 +50,8 @@ pub(crate) struct Passes {
     /// Records what the pair passes dispatch, for replay on other WebGPU implementations.
     #[cfg(feature = "capture")]
     pub(crate) capture: Option<super::capture::Capture>,
+    /// The position grid kernel (`kernels::position_grid`), compiled on first use.
+    pub(crate) grid_pipeline: Arc<Mutex<Option<super::position_grid::GridPipeline>>>,
     /// The error scopes of buffer and pipeline creation (see `kernels::scope`).
     pub(crate) scopes: Arc<super::scope::Scopes>,
 }
@@ -118,6 +120,7 @@ impl Passes {
             last_frequencies: Arc::default(),
             #[cfg(feature = "capture")]
             capture: None,
+            grid_pipeline: Arc::default(),
             scopes: Arc::default(),
         })
     }

@@ -17,6 +17,7 @@ pub(crate) mod input;
 mod learned;
 pub(crate) mod pass;
 pub(crate) mod plan;
+pub(crate) mod position_grid;
 pub(crate) mod rope;
 pub(crate) mod scope;
 pub(crate) mod sinusoidal;
