@@ -18,6 +18,8 @@ mod grids;
 mod learned;
 #[path = "rope_axes/rising.rs"]
 mod rising;
+#[path = "rope_axes/timm.rs"]
+mod timm;
 #[cfg(feature = "hf-config")]
 #[path = "rope_axes/vision.rs"]
 mod vision;
