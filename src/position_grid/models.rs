@@ -102,6 +102,36 @@ impl PositionGrid {
         )))
     }
 
+    /// CogVideoX 1.0 (`CogVideoXPipeline._prepare_rotary_positional_embeddings`): `text`
+    /// tokens first (its attention rotates only the video tokens after them), then `frames`
+    /// latent frames of `[h, w]` patches at `(t, row, column)`, rows and columns on the
+    /// crop linspace of `get_3d_rotary_pos_embed`: the grid fitted into the transformer's
+    /// base grid `[base_h, base_w]` (`sample_height / patch_size`, `sample_width /
+    /// patch_size`; 30 x 45) by `get_resize_crop_region_for_grid`, then
+    /// `linspace(start, stop * (n - 1) / n, n)`. A coordinate is the linspace's fraction in
+    /// lowest terms, its integer numerator times the f32 of `1 / denominator`: whole numbers
+    /// exact (the base grid), fractions within an ulp or so of torch's f32 linspace (1 ulp
+    /// at 768 x 1360). CogVideoX 1.5 takes integer positions: [`PositionGrid::video`].
+    pub fn cogvideox(text: u32, frames: u32, [h, w]: [u32; 2], base: [u32; 2]) -> Result<Self> {
+        if [h, w, base[0], base[1]].contains(&0) {
+            return Err(Error::InvalidPositionGrid {
+                reason: format!(
+                    "a {h} x {w} latent grid in a {} x {} base grid: every side non-zero",
+                    base[0], base[1]
+                ),
+            });
+        }
+        let ([top, left], [bottom, right]) = crop_region([h, w], base);
+        let axes = [
+            GridAxis::index(0),
+            crop_linspace(1, top, bottom, h),
+            crop_linspace(2, left, right, w),
+        ];
+        Ok(Self::new(3)
+            .text_zeros(text)
+            .then(GridSegment::new(&[frames, h, w], &axes)))
+    }
+
     /// The same grid with `tokens` more at position 0 on every axis: FLUX's text ids, and
     /// tokens that are not rotated (HunyuanVideo's text after the video, class and register
     /// tokens): angle 0 leaves them as they are. No segment for 0 tokens.
@@ -130,4 +160,48 @@ fn image(axes: usize, t: i32, [h, w]: [u32; 2], l: i32) -> GridSegment {
 /// `v` as an offset; past `i32::MAX` it saturates, and the grid's check refuses the sums.
 fn int(v: u32) -> i32 {
     i32::try_from(v).unwrap_or(i32::MAX)
+}
+
+/// `get_resize_crop_region_for_grid((h, w), base_w, base_h)`: the grid resized into the base
+/// grid keeping its aspect, centered; Python's `round` (half to even) on f64 as there.
+fn crop_region([h, w]: [u32; 2], [th, tw]: [u32; 2]) -> ([i64; 2], [i64; 2]) {
+    let (h, w, th, tw) = (f64::from(h), f64::from(w), f64::from(th), f64::from(tw));
+    let (rh, rw) = if h / w > th / tw {
+        (th, (th / h * w).round_ties_even())
+    } else {
+        ((tw / w * h).round_ties_even(), tw)
+    };
+    let top = ((th - rh) / 2.0).round_ties_even() as i64;
+    let left = ((tw - rw) / 2.0).round_ties_even() as i64;
+    ([top, left], [top + rh as i64, left + rw as i64])
+}
+
+/// `linspace(start, stop * (n - 1) / n, n)` on dimension `dim`: token `i` at
+/// `(start n (n - 1) + i (stop (n - 1) - start n)) / (n (n - 1))`, the fraction reduced (so
+/// that integer positions, as at the base grid, come out exact).
+fn crop_linspace(dim: usize, start: i64, stop: i64, n: u32) -> GridAxis {
+    let clamp = |v: i64| v.clamp(i32::MIN.into(), i32::MAX.into()) as i32;
+    if n == 1 {
+        return GridAxis::constant(clamp(start));
+    }
+    let n = i64::from(n);
+    let denominator = n.saturating_mul(n - 1);
+    let offset = start.saturating_mul(denominator);
+    let step = stop
+        .saturating_mul(n - 1)
+        .saturating_sub(start.saturating_mul(n));
+    let g = gcd(gcd(offset, step), denominator).max(1);
+    let mut steps = [0; super::GRID_DIMS];
+    steps[dim] = clamp(step / g);
+    GridAxis::sum(steps)
+        .plus(clamp(offset / g))
+        .scaled((1.0 / (denominator / g) as f64) as f32)
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    i64::try_from(a).unwrap_or(i64::MAX)
 }

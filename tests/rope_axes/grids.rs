@@ -313,3 +313,140 @@ fn bad_grids_are_typed_errors() {
     let e = ctx().encode_position_grid(&mut encoder, &ok, 0, ArrayView::new(&short));
     assert_eq!(e.expect("empty").dispatches, 0);
 }
+
+/// CogVideoX 1.0 at 480 x 720 (its base grid: integer positions) and 768 x 1360 (a crop
+/// linspace: fractional ones): the grid's coordinates against `get_3d_rotary_pos_embed`'s
+/// f32 linspace, and the rotation in one encoder against diffusers' `apply_rotary_emb` of
+/// its table, the text tokens left as they are.
+#[test]
+fn cogvideox_crop_linspace_rotates_as_diffusers() {
+    let data = test_data("positions/cogvideox_rope.json");
+    for case in data["cases"].as_array().expect("cases") {
+        let name = case["name"].as_str().expect("name");
+        let pair = |k: &str| {
+            let v: Vec<u32> = case[k]
+                .as_array()
+                .expect(k)
+                .iter()
+                .map(|x| u(x) as u32)
+                .collect();
+            [v[0], v[1]]
+        };
+        let (text, frames) = (u(&case["text"]) as u32, u(&case["frames"]) as u32);
+        let grid = PositionGrid::cogvideox(text, frames, pair("grid"), pair("base")).expect("grid");
+        let [gh, gw] = pair("grid");
+        let n = grid.tokens() as usize;
+        let host = check_bits(&grid, 1, 2);
+        // Rows and columns against diffusers' linspace: f32 values a few units of the last
+        // place apart where they are fractions (torch steps from both ends; the grid rounds
+        // its reduced scale once), the same integers at the base grid.
+        let mut off = 0.0f64;
+        for (k, axis, len) in [(1, "grid_h", gw as usize), (2, "grid_w", 1)] {
+            for (i, &want) in list(&case[axis]).iter().enumerate() {
+                let token = text as usize + i * len;
+                let have = f64::from(host[k * n + token]);
+                off = off.max((have - want).abs());
+            }
+        }
+        assert!(
+            off <= 4e-6,
+            "{name}: coordinates {off:e} from diffusers' linspace"
+        );
+        let (heads, d) = (u(&case["heads"]), u(&case["head_dim"]));
+        let spec = RopeSpec::new()
+            .pair_layout(PairLayout::Interleaved)
+            .axes_rope([d / 8, 3 * d / 16, 3 * d / 16]);
+        let row = (heads * d) as usize;
+        let rows: Vec<usize> = case["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| u(r) as usize)
+            .collect();
+        let mut q = Rng::new(31).values(n * row);
+        for (k, &r) in rows.iter().enumerate() {
+            for (h, head) in case["q"][k].as_array().expect("q").iter().enumerate() {
+                for (j, &x) in list(head).iter().enumerate() {
+                    q[r * row + h * d as usize + j] = x as f32;
+                }
+            }
+        }
+        let shape = Dims {
+            batch: 1,
+            seq: n as u64,
+            heads,
+            head_dim: d,
+        };
+        let positions = super::common::u32_buffer(&vec![u32::MAX; 3 * n]);
+        let got = run_on_buffer(&q, |encoder, buffer| {
+            let out = ArrayView::new(&positions);
+            ctx()
+                .encode_position_grid(encoder, &grid, 1, out)
+                .expect("grid");
+            let view = TensorView::new(buffer, Layout::bshd(shape));
+            ctx()
+                .encode_rope(encoder, &spec, &view, Positions::FloatAxes(out))
+                .expect("rope");
+        });
+        assert_eq!(
+            got[..text as usize * row],
+            q[..text as usize * row],
+            "{name}: text rotated"
+        );
+        // The f64 reference at the grid's positions (every token) and at diffusers' own
+        // coordinates (its own error: f32 angles from f32 frequencies).
+        let layout = Layout::bshd(shape);
+        let reference = |words: &[u32]| {
+            let mut x: Vec<f64> = q.iter().map(|&v| f64::from(v)).collect();
+            wgpu_posenc::reference::rope(&spec, &layout, &mut x, Positions::FloatAxes(words));
+            x
+        };
+        let mine: Vec<u32> = host.iter().map(|p| p.to_bits()).collect();
+        let exact = reference(&mine);
+        let ours = got
+            .iter()
+            .zip(&exact)
+            .map(|(&a, &b)| (f64::from(a) - b).abs())
+            .fold(0.0, f64::max);
+        let (gh_list, gw_list) = (list(&case["grid_h"]), list(&case["grid_w"]));
+        let mut own_words = vec![0u32; 3 * n];
+        for t in 0..frames as usize {
+            for (i, &row_at) in gh_list.iter().enumerate() {
+                for (j, &column_at) in gw_list.iter().enumerate() {
+                    let token = text as usize + (t * gh as usize + i) * gw as usize + j;
+                    own_words[token] = (t as f32).to_bits();
+                    own_words[n + token] = (row_at as f32).to_bits();
+                    own_words[2 * n + token] = (column_at as f32).to_bits();
+                }
+            }
+        }
+        let at_theirs = reference(&own_words);
+        let [mut theirs, mut own] = [0.0f64; 2];
+        for (k, &r) in rows.iter().enumerate() {
+            for (h, head) in case["rotated"][k]
+                .as_array()
+                .expect("rotated")
+                .iter()
+                .enumerate()
+            {
+                for (j, &want) in list(head).iter().enumerate() {
+                    let e = r * row + h * d as usize + j;
+                    theirs = theirs.max((f64::from(got[e]) - want).abs());
+                    own = own.max((at_theirs[e] - want).abs());
+                }
+            }
+        }
+        // The GPU within the contract of the reference; diffusers off the exact rotation by
+        // its own error, and the coordinates' last bits turn the fastest pair by `off` more.
+        assert!(ours <= 4e-7, "{name}: {ours:e} from the reference");
+        let allowed = own + 4e-7 + off * 5.0;
+        assert!(
+            theirs <= allowed,
+            "{name}: {theirs:e} from diffusers (allowed {allowed:e})"
+        );
+        eprintln!(
+            "{name} ({n} tokens, grid {gh} x {gw}): {theirs:.2e} from diffusers (its own error \
+             {own:.2e}), {ours:.2e} from the reference; coordinates within {off:.1e} of its linspace"
+        );
+    }
+}
