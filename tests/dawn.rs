@@ -30,8 +30,9 @@ use wgpu_posenc::Dims;
 use wgpu_posenc::capture::{Capture, CapturedPass};
 use wgpu_posenc::{
     ArrayView, CacheIndex, CosSinCache, Dtype, FrequencyUnit, HostPositions, KvCache, Layout,
-    MRopeOrder, NormWeight, OutputOrder, PairLayout, PosEnc, Positions, QkNorm, QkvCall, RopeCall,
-    RopeSpec, Scaling, SincosGrid, SinusoidalLayout, SinusoidalSpec, TensorView, reference,
+    MRopeOrder, NormWeight, OutputOrder, PairLayout, PosEnc, PositionGrid, Positions, QkNorm,
+    QkvCall, RopeCall, RopeSpec, Scaling, SincosGrid, SinusoidalLayout, SinusoidalSpec, TensorView,
+    reference,
 };
 
 /// WebGPU's default `minStorageBufferOffsetAlignment` (and Dawn's on SwiftShader).
@@ -697,6 +698,56 @@ fn grids(rec: &mut Recorder, rng: &mut Rng) {
     );
 }
 
+/// FLUX.2's ids made on the GPU by a position grid (text, the latent, a reference image; two
+/// batch rows) after 5 poisoned words, then RoPE over four f32 axes at them, in one encoder.
+fn position_grid(rec: &mut Recorder, rng: &mut Rng) {
+    let grid = PositionGrid::flux2(3, [4, 6], &[[2, 3]]);
+    let positions = grid.positions(2).expect("grid");
+    let guard = 5;
+    let initial: Vec<u32> = (0..2 * guard + positions.len())
+        .map(|i| poison(i).to_bits())
+        .collect();
+    let mut expected_ids: Vec<f64> = initial.iter().map(|&w| f64::from(w)).collect();
+    for (k, p) in positions.iter().enumerate() {
+        expected_ids[guard + k] = f64::from(p.to_bits());
+    }
+    let ids = rec.u32(&initial);
+    let ids_check = Check {
+        buffer: ids.clone(),
+        kind: Kind::U32,
+        initial: bytemuck::cast_slice(&initial).to_vec(),
+        expected: expected_ids,
+    };
+    let spec = RopeSpec::new()
+        .base(2000.0)
+        .pair_layout(PairLayout::Interleaved)
+        .axes_rope4([16, 16, 16, 16]);
+    let layout = Layout::bshd(Dims {
+        batch: 2,
+        seq: grid.tokens(),
+        heads: 2,
+        head_dim: 128,
+    })
+    .with_offset(9);
+    let input = guarded_input(rng, &layout, 9);
+    let words: Vec<u32> = positions.iter().map(|p| p.to_bits()).collect();
+    let mut expected = widen(&input);
+    reference::rope(&spec, &layout, &mut expected, Positions::FloatAxes(&words));
+    let x = rec.f32(&input);
+    let x_check = rec.check_f32(&x, &input, expected);
+    rec.call(
+        "position grid (FLUX.2's ids, two rows), then RoPE over four f32 axes at them",
+        |ctx, encoder| {
+            let out = ArrayView::at(&ids, guard as u64 * 4);
+            ctx.encode_position_grid(encoder, &grid, 2, out)?;
+            let view = TensorView::new(&x, layout);
+            ctx.encode_rope(encoder, &spec, &view, Positions::FloatAxes(out))
+                .map(drop)
+        },
+        vec![ids_check, x_check],
+    );
+}
+
 /// The fused QKV call: f32 with ids, GQA and a BHSD cache, Q in place; bf16 with varlen
 /// positions, a paged bf16 cache (a skipped slot) and Q into its own tensor.
 fn fused(rec: &mut Recorder, rng: &mut Rng) {
@@ -1151,6 +1202,7 @@ fn recorded() -> &'static Recorder {
         sinusoidal_bf16(&mut rec);
         timesteps(&mut rec, &mut rng);
         grids(&mut rec, &mut rng);
+        position_grid(&mut rec, &mut rng);
         fused(&mut rec, &mut rng);
         rec
     })
@@ -1345,8 +1397,14 @@ fn write_capture(rec: &Recorder, dir: &Path) -> std::io::Result<()> {
             }
         }
         let constants: serde_json::Value = serde_json::from_str(constants).expect("json");
-        // Layout 1 for the fused QKV kernel, 0 for the pair passes.
-        let layout = usize::from(source.starts_with("// wgpu-posenc fused "));
+        // Layout 1 for the fused QKV kernel, 2 for the position grid, 0 for the pair passes.
+        let layout = if source.starts_with("// wgpu-posenc fused ") {
+            1
+        } else if source.starts_with("// Position grids") {
+            2
+        } else {
+            0
+        };
         pipeline_json
             .push(json!({"wgsl": file, "entry": "main", "constants": constants, "layout": layout}));
     }
@@ -1373,7 +1431,8 @@ fn write_capture(rec: &Recorder, dir: &Path) -> std::io::Result<()> {
         (9, rw),
         (10, rw),
     ];
-    let layouts: Vec<Vec<serde_json::Value>> = [&pair[..], &fused[..]]
+    let grid = [(1, ro), (2, rw)];
+    let layouts: Vec<Vec<serde_json::Value>> = [&pair[..], &fused[..], &grid[..]]
         .iter()
         .map(|l| {
             std::iter::once(entry(0, "uniform"))

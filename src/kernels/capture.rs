@@ -97,25 +97,56 @@ impl Capture {
     }
 
     pub(crate) fn record_pass(&self, dispatches: Vec<(Specialization, Vec<Entry>, [u32; 3])>) {
+        let sourced = dispatches
+            .into_iter()
+            .map(|(spec, entries, workgroups)| {
+                (
+                    spec.source().to_string(),
+                    spec.constants(),
+                    entries,
+                    workgroups,
+                )
+            })
+            .collect();
+        self.record_sources(sourced);
+    }
+
+    /// A pass of one dispatch of a standalone shader (`shaders/position_grid.wgsl`).
+    pub(crate) fn record_standalone(
+        &self,
+        source: &str,
+        entries: Vec<Entry>,
+        workgroups: [u32; 3],
+    ) {
+        self.record_sources(vec![(source.to_string(), Vec::new(), entries, workgroups)]);
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn record_sources(
+        &self,
+        dispatches: Vec<(String, Vec<(&'static str, f64)>, Vec<Entry>, [u32; 3])>,
+    ) {
         let mut inner = self.lock();
         let dispatches = dispatches
             .into_iter()
-            .map(|(spec, entries, workgroups)| CapturedDispatch {
-                source: spec.source().to_string(),
-                constants: spec.constants(),
-                bindings: entries
-                    .iter()
-                    .map(|e| CapturedBinding {
-                        binding: e.binding,
-                        buffer: index_of(&mut inner, &e.buffer),
-                        offset: e.offset,
-                        size: e.size,
-                        writable: e.access == Access::ReadWrite,
-                        uniform: e.access == Access::Uniform,
-                    })
-                    .collect(),
-                workgroups,
-            })
+            .map(
+                |(source, constants, entries, workgroups)| CapturedDispatch {
+                    source,
+                    constants,
+                    bindings: entries
+                        .iter()
+                        .map(|e| CapturedBinding {
+                            binding: e.binding,
+                            buffer: index_of(&mut inner, &e.buffer),
+                            offset: e.offset,
+                            size: e.size,
+                            writable: e.access == Access::ReadWrite,
+                            uniform: e.access == Access::Uniform,
+                        })
+                        .collect(),
+                    workgroups,
+                },
+            )
             .collect();
         inner.passes.push(CapturedPass { dispatches });
     }

@@ -124,6 +124,23 @@ impl Passes {
             bytemuck::cast_slice(&grid.words()),
             wgpu::BufferUsages::STORAGE,
         )?;
+        #[cfg(feature = "capture")]
+        if let Some(capture) = &self.capture {
+            use super::bind::{Access, Entry};
+            let entry = |binding, buffer: &wgpu::Buffer, offset, size, access| Entry {
+                binding,
+                buffer: buffer.clone(),
+                offset,
+                size,
+                access,
+            };
+            let entries = vec![
+                entry(0, &uniform, 0, uniform.size(), Access::Uniform),
+                entry(1, &description, 0, description.size(), Access::ReadOnly),
+                entry(2, words.buffer, start, size, Access::ReadWrite),
+            ];
+            capture.record_standalone(SOURCE, entries, [grid_x, grid_y, 1]);
+        }
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("wgpu-posenc position grid"),
             layout: &pipeline.layout,
