@@ -63,6 +63,12 @@ pub enum Error {
         /// What is wrong, and how to fix it.
         reason: String,
     },
+    /// A checkpoint file (safetensors) the crate cannot read the weights it needs from.
+    #[error("checkpoint: {reason}")]
+    InvalidCheckpoint {
+        /// What is wrong, and how to fix it.
+        reason: String,
+    },
     /// A learned frequency table of the wrong shape.
     #[error(
         "a learned frequency table of {axes} axes and {heads} heads over {pairs} rotated pairs \

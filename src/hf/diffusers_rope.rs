@@ -45,7 +45,7 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 6] = [
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 5] = [
     (
         "AnyFlowFARTransformer3DModel",
         "AnyFlowCausalRotaryPosEmbed",
@@ -65,11 +65,6 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 6] = [
         "HunyuanVideoFramepackTransformer3DModel",
         "HunyuanVideoFramepackRotaryPosEmbed",
         "history tokens take averaged cos and sin of 2x and 4x blocks: not a rotation at one position",
-    ),
-    (
-        "MochiTransformer3DModel",
-        "MochiRoPE",
-        "learned per-head frequencies: its checkpoint's pos_frequencies [3, heads, head_dim / 2], not in config.json; rotate with RopeSpec::learned and that weight (checked against MochiRoPE)",
     ),
     (
         "SanaWMTransformer3DModel",
@@ -492,7 +487,8 @@ impl RotaryModule {
     /// column)` of the patch grid, CogView4's `row * rope_axes_dim[0] / rows`, Kandinsky's
     /// `(t, h, w) / scale_factor` and Qwen-Image's centered grids as f32. An empty list for a
     /// transformer with no rotary module ([`DIFFUSERS_WITHOUT_ROPE_MODULE`]); a class whose
-    /// module the crate does not read ([`DIFFUSERS_ROPE_NOT_READ`], and a layered Qwen-Image
+    /// module the crate does not read ([`DIFFUSERS_ROPE_NOT_READ`], Mochi's learned frequencies
+    /// without its checkpoint: [`RotaryModule::from_diffusers_checkpoint`], and a layered Qwen-Image
     /// config, `use_layer3d_rope`) is an error that names it and says why, as is an unknown
     /// `_class_name` or a bad key.
     pub fn from_diffusers_config(config: &Value) -> Result<Vec<Self>> {
@@ -508,6 +504,15 @@ impl RotaryModule {
             let v = keys.0.get("audio_freqs_scaling");
             let need = "1 (other audio frequency scalings are not read)";
             return Err(Keys::bad("audio_freqs_scaling", need, v));
+        }
+        if class == "MochiTransformer3DModel" {
+            return Err(Error::Frequency(FrequencyError::DiffusersRopeNotRead {
+                class: class.to_string(),
+                module: "MochiRoPE",
+                reason: "its frequencies are the checkpoint's learned pos_frequencies [3, heads, \
+                         head_dim / 2], not in config.json: read it with \
+                         RotaryModule::from_diffusers_checkpoint and model.safetensors",
+            }));
         }
         if class == "QwenImageTransformer2DModel"
             && keys.opt_flag("use_layer3d_rope")? == Some(true)

@@ -132,6 +132,23 @@ impl PositionGrid {
             .then(GridSegment::new(&[frames, h, w], &axes)))
     }
 
+    /// Mochi (`MochiRoPE._get_positions`): `[frames, h, w]` patches at `(t, y, x)`, the rows
+    /// and columns the centers of `h` (`w`) equal cells spanning `±n s / 2`, `s =
+    /// sqrt(192 * 192 / (h w))` (its target area): `s (2 i + 1 - n) / 2`, an integer times
+    /// the f32 of `s / 2` (diffusers averages f32 linspace edges: the last bits differ).
+    pub fn mochi([f, h, w]: [u32; 3]) -> Self {
+        let s = (192.0f64 * 192.0 / (f64::from(h) * f64::from(w))).sqrt();
+        let centered = |dim: usize, n: u32| {
+            let mut steps = [0; super::GRID_DIMS];
+            steps[dim] = 2;
+            GridAxis::sum(steps)
+                .plus(1 - int(n))
+                .scaled((s / 2.0) as f32)
+        };
+        let axes = [GridAxis::index(0), centered(1, h), centered(2, w)];
+        Self::new(3).then(GridSegment::new(&[f, h, w], &axes))
+    }
+
     /// The same grid with `tokens` more at position 0 on every axis: FLUX's text ids, and
     /// tokens that are not rotated (HunyuanVideo's text after the video, class and register
     /// tokens): angle 0 leaves them as they are. No segment for 0 tokens.

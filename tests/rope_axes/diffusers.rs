@@ -43,7 +43,12 @@ fn diffusers_rotary_modules_read_from_their_configs() {
                 )
             })
             .collect();
-        let got = RotaryModule::from_diffusers_config(config);
+        // Mochi's frequencies are weights: read with its checkpoint's tensor.
+        let mochi = class == "MochiTransformer3DModel";
+        let got = match mochi {
+            true => RotaryModule::from_diffusers_checkpoint(config, &mut mochi_weights()),
+            false => RotaryModule::from_diffusers_config(config),
+        };
         if modules.is_empty() {
             assert!(matches!(&got, Ok(v) if v.is_empty()), "{label}: {got:?}");
             rows.push(format!("| `{label}` | — | no rotary module | | |"));
@@ -69,13 +74,22 @@ fn diffusers_rotary_modules_read_from_their_configs() {
             other => other.expect("read"),
         };
         let specs: Vec<String> = read_modules.iter().map(describe).collect();
+        let with = if mochi {
+            " (and `model.safetensors`)"
+        } else {
+            ""
+        };
         rows.push(format!(
-            "| `{label}` | {} | read | {} | |",
+            "| `{label}` | {} | read{with} | {} | |",
             names.join(", "),
             specs.join("; ")
         ));
         // Every module the class holds, in its order, each run by diffusers.
-        let golden = build["golden"].as_array().expect("golden");
+        let mochi_golden = [mochi_golden()];
+        let golden = match mochi {
+            true => &mochi_golden[..],
+            false => build["golden"].as_array().expect("golden"),
+        };
         assert_eq!(read_modules.len(), modules.len(), "{label}");
         assert_eq!(golden.len(), modules.len(), "{label}: every module run");
         for ((rope, m), g) in read_modules.iter().zip(modules).zip(golden) {
@@ -119,6 +133,56 @@ fn diffusers_rotary_modules_read_from_their_configs() {
         ),
         "{e}"
     );
+}
+
+/// Mochi's `pos_frequencies` as its checkpoint holds them (`mochi_rope.py`:
+/// `mochi_pos_frequencies.safetensors`, the parameter's own name, f32).
+fn mochi_weights() -> std::fs::File {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/diffusers/mochi_pos_frequencies.safetensors"
+    );
+    std::fs::File::open(path).expect("mochi_pos_frequencies.safetensors")
+}
+
+/// `MochiRoPE` run by diffusers with that table (`mochi_rope.json`) as a golden module at
+/// its sampled tokens, at the positions `PositionGrid::mochi` writes on the GPU (checked
+/// within two f32 roundings of the module's own).
+fn mochi_golden() -> Value {
+    let data = test_data("diffusers/mochi_rope.json");
+    let grid_shape: Vec<u32> = data["grid"]
+        .as_array()
+        .expect("grid")
+        .iter()
+        .map(|g| u(g) as u32)
+        .collect();
+    let grid = wgpu_posenc::PositionGrid::mochi([grid_shape[0], grid_shape[1], grid_shape[2]]);
+    let made = super::common::ctx()
+        .position_grid_host(&grid, 1)
+        .expect("grid");
+    let n = grid.tokens() as usize;
+    let mut positions = Vec::new();
+    for (k, t) in data["tokens"]
+        .as_array()
+        .expect("tokens")
+        .iter()
+        .enumerate()
+    {
+        let t = u(t) as usize;
+        let mine: Vec<f64> = (0..3).map(|a| f64::from(made[a * n + t])).collect();
+        for (a, (&p, &q)) in mine.iter().zip(&list(&data["positions"][k])).enumerate() {
+            let ulp = f64::from(f32::EPSILON) * q.abs().max(1.0);
+            assert!(
+                (p - q).abs() <= 2.0 * ulp,
+                "Mochi token {t} axis {a}: {p} vs the module's {q}"
+            );
+        }
+        positions.push(mine);
+    }
+    serde_json::json!({
+        "layout": "interleaved", "pairs": u(&data["head_dim"]) / 2, "lead": 0,
+        "heads": data["heads"], "positions": positions, "cos": data["cos"], "sin": data["sin"],
+    })
 }
 
 /// `rope` against the module's cos and sin at the golden tokens: the f64 reference within
@@ -315,5 +379,101 @@ fn check_matrix(data: &Value, rows: &[String], [builds, rotating, read, refused]
         committed == text,
         "tests/data/diffusers/ROPE.md is not the matrix the readers give: write it again with \
          POSENC_WRITE_MATRIX=1 cargo test --features hf-config --test rope_axes diffusers"
+    );
+}
+
+/// A safetensors file of `tensors` (name, dtype, shape, raw little-endian bytes), as
+/// `safetensors` lays one out.
+fn safetensors(tensors: &[(&str, &str, Vec<u64>, Vec<u8>)]) -> Vec<u8> {
+    let mut header = serde_json::Map::new();
+    let mut data = Vec::new();
+    for (name, dtype, shape, bytes) in tensors {
+        let entry = serde_json::json!({"dtype": dtype, "shape": shape,
+                                       "data_offsets": [data.len(), data.len() + bytes.len()]});
+        header.insert(name.to_string(), entry);
+        data.extend_from_slice(bytes);
+    }
+    let header = serde_json::to_vec(&Value::Object(header)).expect("json");
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend(header);
+    out.extend(data);
+    out
+}
+
+/// Mochi's checkpoint reader: a BF16 table read exactly beside another tensor; the other
+/// classes as their config reads; without the checkpoint a refusal that says what to pass;
+/// a missing tensor, a wrong shape or dtype, a truncated or foreign file as typed errors.
+#[test]
+fn mochi_checkpoint_reader_reads_its_weights_and_refuses_bad_files() {
+    use std::io::Cursor;
+    use wgpu_posenc::LearnedFrequencies;
+    let data = test_data("diffusers/rope_configs.json");
+    let builds = &data["builds"];
+    let mut config = builds["MochiTransformer3DModel"]["config"].clone();
+    config["num_attention_heads"] = serde_json::json!(2);
+    config["attention_head_dim"] = serde_json::json!(8);
+    // 3 x 2 x 4 bf16 values, each exact: k / 64 - 0.2 rounded to bf16 by hand.
+    let values: Vec<f32> = (0..24).map(|k| k as f32 / 64.0 - 0.25).collect();
+    let bf16: Vec<u8> = values
+        .iter()
+        .flat_map(|v| ((v.to_bits() >> 16) as u16).to_le_bytes())
+        .collect();
+    let other = ("proj_out.weight", "F32", vec![2], vec![0u8; 8]);
+    let file = safetensors(&[
+        other.clone(),
+        ("pos_frequencies", "BF16", vec![3, 2, 4], bf16.clone()),
+    ]);
+    let modules =
+        RotaryModule::from_diffusers_checkpoint(&config, &mut Cursor::new(&file)).expect("read");
+    assert_eq!(modules.len(), 1);
+    let widened: Vec<f64> = values.iter().map(|&v| f64::from(v)).collect();
+    assert_eq!(
+        modules[0].spec.learned,
+        Some(LearnedFrequencies::new(3, 2, widened))
+    );
+    assert_eq!(
+        (modules[0].path, modules[0].module, modules[0].head_dim),
+        ("rope", "MochiRoPE", 8)
+    );
+    // Another class: its config's reading, the file not touched.
+    let wan = &builds["WanTransformer3DModel"]["config"];
+    let via =
+        RotaryModule::from_diffusers_checkpoint(wan, &mut Cursor::new(&b""[..])).expect("wan");
+    assert_eq!(via, RotaryModule::from_diffusers_config(wan).expect("wan"));
+    // Without the checkpoint: a refusal naming the reader to use.
+    let e = RotaryModule::from_diffusers_config(&config).expect_err("config only");
+    assert!(e.to_string().contains("from_diffusers_checkpoint"), "{e}");
+    let refused = |bytes: &[u8], needle: &str| {
+        let e = RotaryModule::from_diffusers_checkpoint(&config, &mut Cursor::new(bytes))
+            .expect_err("refused");
+        assert!(matches!(e, Error::InvalidCheckpoint { .. }), "{e}");
+        assert!(e.to_string().contains(needle), "{needle}: {e}");
+    };
+    refused(
+        &safetensors(std::slice::from_ref(&other)),
+        "no tensor pos_frequencies",
+    );
+    refused(
+        &safetensors(&[("pos_frequencies", "BF16", vec![3, 4, 2], bf16.clone())]),
+        "need [3, 2, 4]",
+    );
+    refused(
+        &safetensors(&[("pos_frequencies", "I64", vec![3, 2, 4], vec![0; 192])]),
+        "I64",
+    );
+    refused(
+        &safetensors(&[(
+            "pos_frequencies",
+            "BF16",
+            vec![3, 2, 4],
+            bf16[..40].to_vec(),
+        )]),
+        "data_offsets",
+    );
+    refused(&file[..file.len() - 3], "reading");
+    refused(b"not a safetensors file", "header");
+    refused(
+        &[4, 0, 0, 0, 0, 0, 0, 0, b'[', b']', b' ', b' '],
+        "no tensor",
     );
 }

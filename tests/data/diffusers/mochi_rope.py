@@ -18,13 +18,19 @@ cos and sin `[heads, pairs]` are recorded. Floats are float32 values written as 
 decimal that reads back to the same float32.
 
 Output (stdout, JSON): {"generator", "diffusers", "torch", "grid", "heads", "head_dim",
-"pos_frequencies", "tokens", "positions", "cos", "sin"}.
+"pos_frequencies", "tokens", "positions", "cos", "sin"}; and the table as the checkpoint
+holds it, `mochi_pos_frequencies.safetensors` beside this script: the transformer's own
+parameter name (`pos_frequencies`, a top-level parameter of `MochiTransformer3DModel`),
+float32, written by `safetensors.torch.save_file` (the published checkpoint's format; the
+other 10B weights left out).
 """
 
 import json
 import math
 import random
 import sys
+
+import pathlib
 
 import diffusers
 import numpy as np
@@ -67,6 +73,10 @@ def main():
                pos_frequencies=f32(table), tokens=tokens,
                positions=[f32(positions[t]) for t in tokens],
                cos=[f32(cos[t]) for t in tokens], sin=[f32(sin[t]) for t in tokens])
+    assert "pos_frequencies" in dict(model.named_parameters())
+    from safetensors.torch import save_file
+    save_file({"pos_frequencies": table}, str(pathlib.Path(__file__).with_name(
+        "mochi_pos_frequencies.safetensors")))
     json.dump(out, sys.stdout, separators=(",", ":"))
     print(f"{n} tokens, {len(tokens)} sampled, table {list(shape)}", file=sys.stderr)
 
