@@ -33,8 +33,8 @@ use wgpu_posenc::reference::{self, HostCacheIndex};
 use wgpu_posenc::roofline::{Roofline, Timer};
 use wgpu_posenc::{
     ArrayView, CacheIndex, CosSinCache, Dims, Dtype, Error, HostPositions, KvCache, Layout,
-    PairLayout, PosEnc, Positions, QkvCall, RopeCall, RopeSpec, Scaling, SinusoidalSpec,
-    TensorView,
+    PairLayout, PosEnc, PositionGrid, Positions, QkvCall, RopeCall, RopeSpec, Scaling,
+    SinusoidalSpec, TensorView,
 };
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -502,6 +502,58 @@ async fn rope_over_position_axes_at_f32_coordinates() {
         HostPositions::FloatAxes(&axes),
     );
     check(&input, &gpu, &expected, TOL, "rope over f32 position axes");
+}
+
+#[wasm_bindgen_test]
+async fn positions_made_on_the_gpu_then_rope_in_one_encoder() {
+    // Qwen-Image's grid (text on the diagonal, then a centered 5 x 7 image: negative
+    // positions) written by the position grid kernel after 3 poisoned words, RoPE at them in
+    // the same encoder; the grid's words against the host's bit for bit, through the async
+    // readback too.
+    let ctx = ctx().await;
+    let grid = PositionGrid::qwen_image(4, &[[1, 5, 7]]);
+    let n = grid.tokens();
+    let host = grid.positions(1).expect("grid");
+    assert_eq!(
+        ctx.position_grid_host_async(&grid, 1).await.expect("host"),
+        host
+    );
+    let ids = u32_buffer(&ctx, &vec![0x7fc0_0001; 3 * n as usize + 6]);
+    let layout = Layout::bshd(Dims {
+        batch: 1,
+        heads: 2,
+        seq: n,
+        head_dim: 64,
+    });
+    let spec = RopeSpec::new()
+        .pair_layout(PairLayout::Interleaved)
+        .axes_rope([4, 14, 14]);
+    let mut rng = Rng::new(29);
+    let input = guarded_input(&mut rng, &layout, 0);
+    let gpu = run_rope(&ctx, &input, |encoder, buffer| {
+        let out = ArrayView::at(&ids, 12);
+        ctx.encode_position_grid(encoder, &grid, 1, out)
+            .expect("grid");
+        let view = TensorView::new(buffer, layout);
+        ctx.encode_rope(encoder, &spec, &view, Positions::FloatAxes(out))
+            .expect("encode");
+    })
+    .await;
+    let words: Vec<u32> = host.iter().map(|p| p.to_bits()).collect();
+    let mut expected = widen(&input);
+    reference::rope(
+        &spec,
+        &layout,
+        &mut expected,
+        HostPositions::FloatAxes(&words),
+    );
+    check(
+        &input,
+        &gpu,
+        &expected,
+        TOL,
+        "rope at positions made on the GPU",
+    );
 }
 
 #[wasm_bindgen_test]
