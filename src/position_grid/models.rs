@@ -149,6 +149,24 @@ impl PositionGrid {
         Self::new(3).then(GridSegment::new(&[f, h, w], &axes))
     }
 
+    /// DINOv3's patch-center coordinates (transformers' `get_patches_center_coordinates`,
+    /// timm's `centered` grid): `prefix` tokens (class and register tokens, left unrotated)
+    /// at 0, then `[h, w]` patches at `(0, row, column)` in (-1, 1), `((i + 0.5) / n) 2 - 1`
+    /// as `(2 i + 1 - n)` times the f32 of `1 / n` (within an ulp of the library's f32).
+    pub fn dinov3(prefix: u32, [h, w]: [u32; 2]) -> Self {
+        let centered = |dim: usize, n: u32| {
+            let mut steps = [0; super::GRID_DIMS];
+            steps[dim] = 2;
+            GridAxis::sum(steps)
+                .plus(1 - int(n))
+                .scaled((1.0 / f64::from(n)) as f32)
+        };
+        let axes = [GridAxis::constant(0), centered(0, h), centered(1, w)];
+        Self::new(3)
+            .text_zeros(prefix)
+            .then(GridSegment::new(&[h, w], &axes))
+    }
+
     /// The same grid with `tokens` more at position 0 on every axis: FLUX's text ids, and
     /// tokens that are not rotated (HunyuanVideo's text after the video, class and register
     /// tokens): angle 0 leaves them as they are. No segment for 0 tokens.

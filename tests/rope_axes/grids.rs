@@ -450,3 +450,59 @@ fn cogvideox_crop_linspace_rotates_as_diffusers() {
         );
     }
 }
+
+/// DINOv3's coordinates (every model type whose tower takes
+/// `get_patches_center_coordinates`, `tests/data/hf/vision_rope.json`): the recipe against
+/// the positions transformers made, every token, prefix tokens included.
+#[test]
+fn dinov3_grid_gives_transformers_patch_centers() {
+    let data = test_data("hf/vision_rope.json");
+    let (mut seen, mut worst) = (0, 0.0f64);
+    for case in data["cases"].as_array().expect("cases") {
+        let source = case["position_source"].as_str().unwrap_or("");
+        let Some(rest) = source.strip_prefix("get_patches_center_coordinates(") else {
+            continue;
+        };
+        let sides: Vec<u32> = rest
+            .split(')')
+            .next()
+            .expect("sides")
+            .split(',')
+            .map(|v| v.trim().parse().expect("side"))
+            .collect();
+        let rows: Vec<Vec<f64>> = case["position_rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(list)
+            .collect();
+        // The recorded tokens' positions (every prefix token among them).
+        let n = u(&case["num_tokens"]) as usize;
+        let tokens: Vec<usize> = case["token_index"]
+            .as_array()
+            .expect("tokens")
+            .iter()
+            .map(|t| u(t) as usize)
+            .collect();
+        let prefix = n as u32 - sides[0] * sides[1];
+        let grid = PositionGrid::dinov3(prefix, [sides[0], sides[1]]);
+        assert_eq!(grid.tokens() as usize, n);
+        let made = check_bits(&grid, 1, 1);
+        let mut off = 0.0f64;
+        for (k, row) in rows.iter().enumerate() {
+            for (&t, &want) in tokens.iter().zip(row) {
+                off = off.max((f64::from(made[(k + 1) * n + t]) - want).abs());
+            }
+        }
+        // A coordinate in (-1, 1) and two f32 roundings on either side: within 2^-23.
+        assert!(
+            off <= 2.0 * 2f64.powi(-24),
+            "{}: {off:e} from transformers",
+            case["model_type"]
+        );
+        seen += 1;
+        worst = worst.max(off);
+    }
+    assert!(seen >= 3, "{seen} DINOv3-style cases");
+    eprintln!("{seen} towers with DINOv3's patch centers: the grid within {worst:.1e} of transformers");
+}
