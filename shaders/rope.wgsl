@@ -21,9 +21,27 @@ struct Rotation {
     s: FV,
 }
 
+// Cos and sin rounded to bf16 (RopeSpec::cos_sin_bf16), to nearest even, as HF's rotary
+// modules return them in a bf16 model's dtype.
+override COS_SIN_BF16: bool = false;
+
+fn bf16_rounded(x: FV) -> FV {
+    let b = bitcast<UV>(x);
+    return bitcast<FV>((b + UV(0x7fffu) + ((b >> UV(16u)) & UV(1u))) & UV(0xffff0000u));
+}
+
+// cos and sin times the attention factor (sin negated for the inverse), rounded if asked.
+fn scaled(c: FV, s: FV) -> Rotation {
+    let r = Rotation(c * params.scale, s * (params.scale * params.sin_sign));
+    if COS_SIN_BF16 {
+        return Rotation(bf16_rounded(r.c), bf16_rounded(r.s));
+    }
+    return r;
+}
+
 fn rotation(w: Work, g: u32) -> Rotation {
     let sc = angles_at(group_positions(w, g), g);
-    return Rotation(sc.c * params.scale, sc.s * (params.scale * params.sin_sign));
+    return scaled(sc.c, sc.s);
 }
 
 // A caller's table (RopeSpec::learned): the angle of pair group g in head h (the view's,
@@ -50,10 +68,7 @@ fn dense_rotation(w: Work, g: u32, h: u32) -> Rotation {
     // A quiet NaN made at run time where a position is out of range.
     let nan = bitcast<FV>(bad | UV(0x7fc00000u));
     let out = bad != UV(0u);
-    return Rotation(
-        select(sc.c, nan, out) * params.scale,
-        select(sc.s, nan, out) * (params.scale * params.sin_sign),
-    );
+    return scaled(select(sc.c, nan, out), select(sc.s, nan, out));
 }
 
 // The rotation of pair group g in head h of a view whose block starts at head h0: the spec's

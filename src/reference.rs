@@ -189,6 +189,10 @@ pub fn rope_out(
                         }
                     };
                     let sin = if spec.inverse { -sin } else { sin };
+                    let (sin, cos) = match spec.cos_sin_bf16 {
+                        true => (bf16_round(sin), bf16_round(cos)),
+                        false => (sin, cos),
+                    };
                     let (i0, i1) = spec.pair_elements(r, j as u64);
                     let (x0, x1) = (src[from + i0 as usize], src[from + i1 as usize]);
                     // Each element to the lane the output order gives it.
@@ -205,6 +209,13 @@ pub fn rope_out(
             }
         }
     }
+}
+
+/// `v` rounded to bf16 (8 significant bits), to nearest even.
+pub fn bf16_round(v: f64) -> f64 {
+    let bits = v.to_bits();
+    let rounded = bits + (1 << 44) - 1 + ((bits >> 45) & 1);
+    f64::from_bits(rounded & !((1u64 << 45) - 1))
 }
 
 /// The frequencies and attention factor of a RoPE spec: the default computed here, scaled

@@ -134,6 +134,12 @@ pub struct RopeSpec {
     /// A caller's dense frequency table `[axes, heads, pairs]` in place of the spec's
     /// frequencies (see [`LearnedFrequencies`]); `None` computes them from the base.
     pub learned: Option<LearnedFrequencies>,
+    /// Round each cos and sin (the attention factor in them) to bf16 before the rotation,
+    /// as HF transformers' rotary modules return them in a bf16 model's dtype
+    /// (`cos.to(x.dtype)`: Pixtral's and DINOv3's towers, Llama and the other text models):
+    /// the model's rounding reproduced, not a more exact result. The products stay f32,
+    /// rounded once on store (HF's bf16 arithmetic rounds each). Not in the fused call.
+    pub cos_sin_bf16: bool,
 }
 
 impl Default for RopeSpec {
@@ -152,6 +158,7 @@ impl Default for RopeSpec {
             leading_lanes: 0,
             pair_blocks: 1,
             learned: None,
+            cos_sin_bf16: false,
         }
     }
 }
@@ -287,6 +294,41 @@ impl RopeSpec {
             (None, Some(t)) => t.planes(),
             (None, None) => 1,
         }
+    }
+
+    /// Why the fused QKV call cannot take this spec (an option only `encode_rope` has), if
+    /// it cannot.
+    pub(crate) fn fused_refusal(&self) -> Option<&'static str> {
+        // The spec options the fused kernel does not take, each with where to go instead.
+        let refused = [
+            (
+                self.learned.is_some(),
+                "the fused QKV call takes the spec's frequencies: rotate with a learned table \
+                 (RopeSpec::learned) through encode_rope",
+            ),
+            (
+                self.cos_sin_bf16,
+                "the fused QKV call keeps cos and sin in f32: round them to bf16 \
+                 (RopeSpec::cos_sin_bf16) through encode_rope",
+            ),
+            (
+                self.pair_blocks > 1,
+                "the fused QKV call pairs half-split lanes over the whole rotated width: \
+                 rotate pairs in blocks (RopeSpec::pair_blocks) through encode_rope",
+            ),
+            (
+                self.leading_lanes > 0,
+                "the fused QKV call rotates from lane 0 (and its QK-norm spans the head): \
+                 rotate after leading lanes (RopeSpec::leading_lanes) through encode_rope",
+            ),
+        ];
+        refused.iter().find(|(on, _)| *on).map(|&(_, why)| why)
+    }
+
+    /// Cos and sin rounded to bf16 before the rotation (see [`RopeSpec::cos_sin_bf16`]).
+    pub fn cos_sin_bf16(mut self, on: bool) -> Self {
+        self.cos_sin_bf16 = on;
+        self
     }
 
     /// Half-split pairs within `blocks` equal blocks of the rotated lanes (see

@@ -6,6 +6,9 @@
 //! buffer with guards, and against the f64 reference.
 #![cfg(not(target_arch = "wasm32"))]
 
+#[cfg(feature = "hf-config")]
+#[path = "rope_axes/bf16.rs"]
+mod bf16;
 #[path = "rope_axes/blocks.rs"]
 mod blocks;
 mod common;

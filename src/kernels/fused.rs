@@ -516,23 +516,8 @@ impl Rope {
     /// The shapes, dtypes, usages, sizes and overlaps of a fused call.
     fn check_qkv<'c>(&self, call: &'c QkvCall<'c>) -> Result<Views<'c>> {
         let [batch, heads, _, d] = call.qkv.layout.shape;
-        if self.spec.learned.is_some() {
-            return Err(Error::Unsupported(
-                "the fused QKV call takes the spec's frequencies: rotate with a learned table \
-                 (RopeSpec::learned) through encode_rope",
-            ));
-        }
-        if self.spec.pair_blocks > 1 {
-            return Err(Error::Unsupported(
-                "the fused QKV call pairs half-split lanes over the whole rotated width: \
-                 rotate pairs in blocks (RopeSpec::pair_blocks) through encode_rope",
-            ));
-        }
-        if self.spec.leading_lanes > 0 {
-            return Err(Error::Unsupported(
-                "the fused QKV call rotates from lane 0 (and its QK-norm spans the head): \
-                 rotate after leading lanes (RopeSpec::leading_lanes) through encode_rope",
-            ));
+        if let Some(why) = self.spec.fused_refusal() {
+            return Err(Error::Unsupported(why));
         }
         if d != self.head_dim {
             return Err(Error::DimMismatch {

@@ -186,6 +186,8 @@ pub struct Specialization {
     /// The axes of a caller's frequency table ([`crate::RopeSpec::learned`]; RoPE only), 0
     /// without one.
     pub dense: u8,
+    /// Cos and sin rounded to bf16 ([`crate::RopeSpec::cos_sin_bf16`]; RoPE only).
+    pub cos_sin_bf16: bool,
 }
 
 impl Specialization {
@@ -220,6 +222,7 @@ impl Specialization {
             axes4: false,
             blocks: false,
             dense: 0,
+            cos_sin_bf16: false,
         }
     }
 
@@ -340,6 +343,10 @@ impl Specialization {
         if self.dense > 0 {
             constants.push(("DENSE", f64::from(self.dense)));
         }
+        // Declared by the RoPE kernel (shaders/rope.wgsl), set where on.
+        if self.cos_sin_bf16 && self.kernel() == Kernel::Rope {
+            constants.push(("COS_SIN_BF16", 1.0));
+        }
         match self.op {
             Op::Rope { second, .. } => constants.push((
                 "SECOND",
@@ -408,6 +415,13 @@ impl Specialization {
                                 for second in [Second::InPlace, Second::Source] {
                                     all.push(plain.with_second(second));
                                     all.push(plain.with_second(second).with_shared(true));
+                                }
+                                // Cos and sin rounded to bf16, with K and out of place.
+                                for second in [Second::InPlace, Second::Source] {
+                                    all.push(Specialization {
+                                        cos_sin_bf16: true,
+                                        ..plain.with_second(second)
+                                    });
                                 }
                                 if pair_layout == PairLayout::Interleaved {
                                     all.push(Specialization {

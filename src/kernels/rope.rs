@@ -317,6 +317,7 @@ impl Rope {
                 axes4: self.planes() == 4,
                 blocks: block > 0,
                 dense: self.spec.learned.as_ref().map_or(0, |t| t.axes as u8),
+                cos_sin_bf16: self.spec.cos_sin_bf16,
                 ..Specialization::new(
                     Kernel::Rope,
                     self.spec.pair_layout,

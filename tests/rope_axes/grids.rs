@@ -504,5 +504,7 @@ fn dinov3_grid_gives_transformers_patch_centers() {
         worst = worst.max(off);
     }
     assert!(seen >= 3, "{seen} DINOv3-style cases");
-    eprintln!("{seen} towers with DINOv3's patch centers: the grid within {worst:.1e} of transformers");
+    eprintln!(
+        "{seen} towers with DINOv3's patch centers: the grid within {worst:.1e} of transformers"
+    );
 }
