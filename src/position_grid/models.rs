@@ -167,6 +167,34 @@ impl PositionGrid {
             .then(GridSegment::new(&[h, w], &axes))
     }
 
+    /// LTX-Video (`LTXVideoRotaryPosEmbed._prepare_video_coords` at the pipeline's
+    /// `rope_interpolation_scale` `(8 / frame_rate, 32, 32)`, patches of 1): `[frames, h, w]`
+    /// latent tokens at each coordinate's fraction `g` of the base size (20 frames, 2048 x
+    /// 2048 pixels) as `2 g - 1`, the form [`RotaryModule`](crate::RotaryModule) reads LTX's
+    /// modules in. `2 i s / base - 1` is the fraction `(2 i s_num - base s_den) / (base
+    /// s_den)` in lowest terms: rows and columns exact, frames within an ulp of the
+    /// module's f32 arithmetic. `frame_rate` in frames a second (25 in the pipeline's
+    /// default); 0 is refused.
+    pub fn ltx_video([f, h, w]: [u32; 3], frame_rate: u32) -> Result<Self> {
+        if frame_rate == 0 {
+            return Err(Error::InvalidPositionGrid {
+                reason: "LTX-Video at 0 frames a second: the frame rate must be positive".into(),
+            });
+        }
+        // Axis a at index i: 2 i num / (base den) - 1, with scale num / den.
+        let axis = |dim: usize, num: i64, den: i64, base: i64| {
+            let denominator = base.saturating_mul(den);
+            let step = 2i64.saturating_mul(num);
+            fraction(dim, step, denominator.saturating_neg(), denominator)
+        };
+        let axes = [
+            axis(0, 8, i64::from(frame_rate), 20),
+            axis(1, 32, 1, 2048),
+            axis(2, 32, 1, 2048),
+        ];
+        Ok(Self::new(3).then(GridSegment::new(&[f, h, w], &axes)))
+    }
+
     /// The same grid with `tokens` more at position 0 on every axis: FLUX's text ids, and
     /// tokens that are not rotated (HunyuanVideo's text after the video, class and register
     /// tokens): angle 0 leaves them as they are. No segment for 0 tokens.
@@ -212,19 +240,23 @@ fn crop_region([h, w]: [u32; 2], [th, tw]: [u32; 2]) -> ([i64; 2], [i64; 2]) {
 }
 
 /// `linspace(start, stop * (n - 1) / n, n)` on dimension `dim`: token `i` at
-/// `(start n (n - 1) + i (stop (n - 1) - start n)) / (n (n - 1))`, the fraction reduced (so
-/// that integer positions, as at the base grid, come out exact).
+/// `(start n (n - 1) + i (stop (n - 1) - start n)) / (n (n - 1))`.
 fn crop_linspace(dim: usize, start: i64, stop: i64, n: u32) -> GridAxis {
-    let clamp = |v: i64| v.clamp(i32::MIN.into(), i32::MAX.into()) as i32;
     if n == 1 {
-        return GridAxis::constant(clamp(start));
+        return GridAxis::constant(start.clamp(i32::MIN.into(), i32::MAX.into()) as i32);
     }
     let n = i64::from(n);
     let denominator = n.saturating_mul(n - 1);
-    let offset = start.saturating_mul(denominator);
     let step = stop
         .saturating_mul(n - 1)
         .saturating_sub(start.saturating_mul(n));
+    fraction(dim, step, start.saturating_mul(denominator), denominator)
+}
+
+/// `(offset + step i) / denominator` on dimension `dim`, the fraction reduced (so that whole
+/// numbers come out exact): its integer numerator times the f32 of `1 / denominator`.
+fn fraction(dim: usize, step: i64, offset: i64, denominator: i64) -> GridAxis {
+    let clamp = |v: i64| v.clamp(i32::MIN.into(), i32::MAX.into()) as i32;
     let g = gcd(gcd(offset, step), denominator).max(1);
     let mut steps = [0; super::GRID_DIMS];
     steps[dim] = clamp(step / g);

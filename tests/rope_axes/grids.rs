@@ -508,3 +508,33 @@ fn dinov3_grid_gives_transformers_patch_centers() {
         "{seen} towers with DINOv3's patch centers: the grid within {worst:.1e} of transformers"
     );
 }
+
+/// LTX-Video's coordinates (`rope_configs.py`: its module's `_prepare_video_coords` for a
+/// 9 x 24 x 40 latent at 25 fps, as `2 g - 1`): the recipe at the sampled tokens.
+#[test]
+fn ltx_video_grid_gives_the_modules_coordinates() {
+    let data = test_data("diffusers/rope_configs.json");
+    let golden = &data["builds"]["LTXVideoTransformer3DModel"]["golden"][0];
+    let grid = PositionGrid::ltx_video([9, 24, 40], 25).expect("grid");
+    let n = grid.tokens() as usize;
+    let made = check_bits(&grid, 1, 0);
+    let mut worst = [0.0f64; 3];
+    for (k, row) in golden["rows"].as_array().expect("rows").iter().enumerate() {
+        let t = u(row) as usize;
+        for (a, &want) in list(&golden["positions"][k]).iter().enumerate() {
+            worst[a] = worst[a].max((f64::from(made[a * n + t]) - want).abs());
+        }
+    }
+    // Rows and columns exact (dyadic); frames one f32 rounding apart in (-1, 1).
+    assert_eq!(worst[1..], [0.0, 0.0], "rows and columns");
+    assert!(
+        worst[0] <= 2f64.powi(-23),
+        "frames {:e} from the module",
+        worst[0]
+    );
+    assert!(PositionGrid::ltx_video([9, 24, 40], 0).is_err());
+    eprintln!(
+        "LTX-Video: rows and columns exact, frames within {:.1e} of the module",
+        worst[0]
+    );
+}
