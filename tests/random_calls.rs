@@ -179,6 +179,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         prop_oneof![6 => Just(0u64), 1 => 1u64..9],
         // Half-split pairs in blocks (Gemma 4's), zero blocks and uneven ones too.
         prop_oneof![12 => Just(1u64), 1 => 0u64..5],
+        // Cos and sin rounded to bf16 (HF's in a bf16 model) now and then.
+        prop_oneof![9 => Just(false), 1 => Just(true)],
     )
         .prop_map(
             |(
@@ -192,6 +194,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                 unit,
                 lead,
                 blocks,
+                bf16_cos_sin,
             )| {
                 let mut spec = RopeSpec::new()
                     .pair_layout(if interleaved {
@@ -205,7 +208,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                     .output_order(order)
                     .frequency_unit(unit)
                     .leading_lanes(lead)
-                    .pair_blocks(blocks);
+                    .pair_blocks(blocks)
+                    .cos_sin_bf16(bf16_cos_sin);
                 spec.rotary_dim = rotary_dim;
                 spec.scaling_seq_len = seq_len;
                 spec
@@ -437,8 +441,22 @@ fn read(buffer: &wgpu::Buffer) -> Vec<u8> {
 }
 
 /// `got` (a whole buffer) against `expected`: bit for bit where the reference left an
-/// element as it was (`before`), within the contract elsewhere.
-fn check(before: &[f64], got: &[f64], expected: &[f64], dtype: Dtype) -> Result<(), String> {
+/// element as it was (`before`), within the contract elsewhere. With cos and sin rounded to
+/// bf16 (`bf16_cos_sin`), a value within the kernel's 1.5e-7 of a bf16 midpoint may round
+/// the other way than the reference's: such elements may be off by a bf16 unit of the pair
+/// (at most `2 max |x| / 256`), one in a thousand of them at most.
+fn check(
+    before: &[f64],
+    got: &[f64],
+    expected: &[f64],
+    dtype: Dtype,
+    bf16_cos_sin: bool,
+) -> Result<(), String> {
+    let flip = match bf16_cos_sin {
+        true => 2.0 * before.iter().fold(0.0f64, |m, v| m.max(v.abs())) / 256.0,
+        false => 0.0,
+    };
+    let (mut flipped, mut rotated) = (0usize, 0usize);
     for (i, ((&b, &g), &e)) in before.iter().zip(got).zip(expected).enumerate() {
         let ok = if e.to_bits() == b.to_bits() {
             g.to_bits() == b.to_bits()
@@ -447,11 +465,17 @@ fn check(before: &[f64], got: &[f64], expected: &[f64], dtype: Dtype) -> Result<
                 Dtype::BF16 => e.abs() / 128.0 + 2e-6,
                 _ => TOL * e.abs().max(1.0),
             };
-            (g - e).abs() <= tol
+            rotated += 1;
+            let within = (g - e).abs() <= tol;
+            flipped += usize::from(!within);
+            within || (g - e).abs() <= tol + flip
         };
         if !ok {
             return Err(format!("element {i}: got {g}, expected {e} (was {b})"));
         }
+    }
+    if flipped * 1000 > rotated.max(1000) {
+        return Err(format!("{flipped} of {rotated} elements a bf16 unit off"));
     }
     Ok(())
 }
@@ -518,6 +542,7 @@ fn run_case(case: &Case) -> Result<bool, String> {
                                 &widen(&table),
                                 &expected,
                                 Dtype::F32,
+                                false,
                             )
                             .map(|()| true)
                         }
@@ -546,7 +571,14 @@ fn run_case(case: &Case) -> Result<bool, String> {
                     f64::from(case.scale),
                 ),
             }
-            check(&widen(&input), &widen(&out), &expected, Dtype::F32).map(|()| true)
+            check(
+                &widen(&input),
+                &widen(&out),
+                &expected,
+                Dtype::F32,
+                case.spec.cos_sin_bf16,
+            )
+            .map(|()| true)
         }
         _ => {
             let x = buffer(&bytes);
@@ -658,8 +690,8 @@ fn run_case(case: &Case) -> Result<bool, String> {
                     f64::from(case.scale),
                 ),
             }
-            check(&before, &got_x, &want_x, dtype)?;
-            check(&before_y, &got_y, &want_y, dtype).map(|()| true)
+            check(&before, &got_x, &want_x, dtype, false)?;
+            check(&before_y, &got_y, &want_y, dtype, false).map(|()| true)
         }
     }
 }
@@ -676,7 +708,7 @@ fn table_at_host(
             let zeros = vec![0.0; table.len()];
             let mut expected = zeros.clone();
             reference::sinusoidal_table_at(spec, layout, &mut expected, host);
-            check(&zeros, &widen(&table), &expected, Dtype::F32).map(|()| true)
+            check(&zeros, &widen(&table), &expected, Dtype::F32, false).map(|()| true)
         }
     }
 }
@@ -880,7 +912,7 @@ fn run_one_buffer(case: &OneBuffer) -> Result<(), String> {
     } else {
         reference::rope_out(&spec, &a, &before, &second, &mut want, host, None);
     }
-    check(&before, &got, &want, Dtype::F32)
+    check(&before, &got, &want, Dtype::F32, spec.cos_sin_bf16)
 }
 
 proptest! {

@@ -187,5 +187,5 @@ pub fn run_grid(case: &GridCase) -> Result<bool, String> {
             }
         }
     }
-    super::check(&before, &got, &want, case.dtype).map(|()| true)
+    super::check(&before, &got, &want, case.dtype, false).map(|()| true)
 }
