@@ -7,6 +7,7 @@
 //! of `f_j / 2pi` matters.
 
 use crate::dd::Dd;
+use crate::error::{Error, Result};
 
 /// 1 / (2 pi) as an unevaluated sum of two f64 (106 bits).
 const INV_TWO_PI_HI: f64 = 0.159_154_943_091_895_35;
@@ -66,6 +67,26 @@ pub(crate) fn pack_frequencies(inv_freq: &[Dd], axes: &[u32], g: usize) -> Vec<u
         words.extend_from_slice(axes);
     }
     words
+}
+
+/// The frequencies as double-double values, each finite, non-negative and at most
+/// [`MAX_FREQUENCY`] (above it angles would not be exact).
+pub(crate) fn check_frequencies(hi: &[f64], lo: &[f64]) -> Result<Vec<Dd>> {
+    hi.iter()
+        .zip(lo)
+        .map(|(&hi, &lo)| {
+            if hi.is_finite() && (0.0..=MAX_FREQUENCY).contains(&hi) {
+                Ok(Dd { hi, lo })
+            } else {
+                Err(Error::InvalidParameter {
+                    what: "frequency (radians per position)",
+                    value: hi,
+                    need: "finite, non-negative and at most 2^40: larger ones alias and \
+                           cannot be reduced exactly (check the base or the timescales)",
+                })
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

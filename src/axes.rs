@@ -3,11 +3,14 @@
 
 use crate::dd::{Dd, TWO_PI, exp_neg_ratio};
 use crate::error::{Error, Result};
-use crate::spec::RopeSpec;
+
+/// The most pairs a spec rotates: half of `RopeSpec::MAX_HEAD_DIM` (every list sized by the
+/// pairs is bounded by it before it is allocated).
+pub(crate) const MAX_PAIRS: u64 = 1 << 19;
 
 /// Multimodal RoPE (Qwen2-VL and later): each pair takes its position from one of three
 /// axes (temporal, height, width) of [`Positions::Axes`](crate::Positions::Axes), or four
-/// (FLUX.2's `(t, h, w, l)`, [`RopeSpec::axes_rope4`]).
+/// (FLUX.2's `(t, h, w, l)`, `RopeSpec::axes_rope4`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MRope {
     /// Pairs per axis `[t, h, w]`, summing with [`MRope::fourth`] to `r / 2` (HF's
@@ -49,7 +52,7 @@ pub enum AxisFrequencies {
     /// (`LTXVideoRotaryPosEmbed`, `LTX2AudioVideoRotaryPosEmbed`: `theta **
     /// linspace(0, 1, n) * pi / 2` over coordinates `2 c / base_size - 1` in `(-1, 1)`, the
     /// three axes interleaved per frequency, [`MRopeOrder::Interleaved`]). Without a
-    /// frequency scaling; [`RopeSpec::axis_bases`] gives each axis a base of its own.
+    /// frequency scaling; `RopeSpec::axis_bases` gives each axis a base of its own.
     Rising,
 }
 
@@ -118,7 +121,7 @@ pub enum MRopeOrder {
 
 impl MRope {
     /// Checks that the sections cover `pairs` pairs (at most half of
-    /// [`RopeSpec::MAX_HEAD_DIM`]); [`MRopeOrder::HwThenT`] and [`MRopeOrder::WhThenT`] need
+    /// `RopeSpec::MAX_HEAD_DIM`); [`MRopeOrder::HwThenT`] and [`MRopeOrder::WhThenT`] need
     /// `h == w`.
     pub fn check(&self, pairs: u64) -> Result<()> {
         let [t, h, w] = self.section;
@@ -127,7 +130,7 @@ impl MRope {
             .and_then(|v| v.checked_add(w))
             .and_then(|v| v.checked_add(self.fourth));
         if sum != Some(pairs)
-            || pairs > RopeSpec::MAX_HEAD_DIM / 2
+            || pairs > MAX_PAIRS
             || (matches!(self.order, MRopeOrder::HwThenT | MRopeOrder::WhThenT) && h != w)
         {
             return Err(Error::InvalidMRopeSection {
@@ -193,7 +196,7 @@ impl MRope {
     ) -> Result<crate::Frequencies> {
         let mut lists = Vec::with_capacity(4);
         for (axis, n) in self.section.into_iter().chain([self.fourth]).enumerate() {
-            if n > RopeSpec::MAX_HEAD_DIM / 2 {
+            if n > MAX_PAIRS {
                 return Err(Error::InvalidMRopeSection {
                     section: self.section,
                     fourth: self.fourth,

@@ -54,6 +54,7 @@ use crate::context::PosEnc;
 use crate::error::{Error, Result};
 use crate::kernels::WORKGROUP;
 use crate::kernels::pass::{EncodeReport, fold_grid};
+use crate::kernels::standalone::Standalone;
 
 /// The uniform block of `shaders/identity.wgsl`.
 #[repr(C)]
@@ -99,8 +100,8 @@ fn identity_ranges(byte_offset: u64, words: u64, max_binding: u64, align: u64) -
 #[derive(Clone, Debug)]
 pub struct Roofline {
     ctx: PosEnc,
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+    /// The identity shader's layout and pipeline.
+    shader: Standalone,
     /// One word of storage and a uniform with `count == 0`: the empty dispatch's bindings.
     empty: wgpu::BindGroup,
 }
@@ -109,43 +110,15 @@ impl Roofline {
     /// The identity pipeline and the empty dispatch's bindings on `ctx`'s device.
     pub fn new(ctx: &PosEnc) -> Self {
         let device = ctx.device();
-        let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty,
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("wgpu-posenc identity"),
-            entries: &[
-                entry(0, wgpu::BufferBindingType::Uniform),
-                entry(1, wgpu::BufferBindingType::Storage { read_only: false }),
+        let shader = Standalone::new(
+            device,
+            "wgpu-posenc identity",
+            include_str!("../shaders/identity.wgsl"),
+            &[
+                wgpu::BufferBindingType::Uniform,
+                wgpu::BufferBindingType::Storage { read_only: false },
             ],
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("wgpu-posenc identity"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("wgpu-posenc identity"),
-            source: wgpu::ShaderSource::Wgsl(include_str!("../shaders/identity.wgsl").into()),
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("wgpu-posenc identity"),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: wgpu::PipelineCompilationOptions {
-                constants: &[],
-                zero_initialize_workgroup_memory: false,
-            },
-            cache: None,
-        });
+        );
         let params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("wgpu-posenc empty dispatch"),
             contents: bytemuck::bytes_of(&Params::default()),
@@ -157,24 +130,14 @@ impl Roofline {
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
-        let empty = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("wgpu-posenc empty dispatch"),
-            layout: &layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: params.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: word.as_entire_binding(),
-                },
-            ],
-        });
+        let empty = shader.bind_group(
+            device,
+            "wgpu-posenc empty dispatch",
+            &[(&params, 0, params.size()), (&word, 0, WORD)],
+        );
         Self {
             ctx: ctx.clone(),
-            layout,
-            pipeline,
+            shader,
             empty,
         }
     }
@@ -252,7 +215,7 @@ impl Roofline {
             label: Some("wgpu-posenc identity"),
             timestamp_writes: None,
         });
-        cpass.set_pipeline(&roofline.pipeline);
+        cpass.set_pipeline(&roofline.shader.pipeline);
         for (bind_group, &(_, _, gx, gy)) in bind_groups.iter().zip(&windows) {
             cpass.set_bind_group(0, bind_group, &[]);
             cpass.dispatch_workgroups(gx, gy, 1);
@@ -264,32 +227,11 @@ impl Roofline {
     /// one of the data.
     fn bind_group(
         &self,
-        (params, params_offset, params_size): (&wgpu::Buffer, u64, u64),
-        (data, offset, size): (&wgpu::Buffer, u64, u64),
+        params: (&wgpu::Buffer, u64, u64),
+        data: (&wgpu::Buffer, u64, u64),
     ) -> wgpu::BindGroup {
-        let window = |buffer, offset, size| {
-            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer,
-                offset,
-                size: wgpu::BufferSize::new(size),
-            })
-        };
-        self.ctx
-            .device()
-            .create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("wgpu-posenc identity"),
-                layout: &self.layout,
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: window(params, params_offset, params_size),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: window(data, offset, size),
-                    },
-                ],
-            })
+        self.shader
+            .bind_group(self.ctx.device(), "wgpu-posenc identity", &[params, data])
     }
 
     /// Records one dispatch of one workgroup that returns at once and touches no memory
@@ -301,7 +243,7 @@ impl Roofline {
             label: Some("wgpu-posenc empty dispatch"),
             timestamp_writes: None,
         });
-        cpass.set_pipeline(&roofline.pipeline);
+        cpass.set_pipeline(&roofline.shader.pipeline);
         cpass.set_bind_group(0, &roofline.empty, &[]);
         cpass.dispatch_workgroups(1, 1, 1);
         EncodeReport {

@@ -437,7 +437,7 @@ impl RopeSpec {
 
     /// The widest head a spec rotates: every table sized by the head (frequencies, M-RoPE
     /// axes, angle words) is bounded by it before it is allocated. Models use 64 to 512.
-    pub const MAX_HEAD_DIM: u64 = 1 << 20;
+    pub const MAX_HEAD_DIM: u64 = 2 * crate::axes::MAX_PAIRS;
 
     /// Checks the spec against a head dimension; returns the rotary dimension.
     pub(crate) fn validate(&self, head_dim: u64) -> Result<u64> {

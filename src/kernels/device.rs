@@ -51,7 +51,7 @@ pub(crate) struct Passes {
     #[cfg(feature = "capture")]
     pub(crate) capture: Option<super::capture::Capture>,
     /// The position grid kernel (`kernels::position_grid`), compiled on first use.
-    pub(crate) grid_pipeline: Arc<Mutex<Option<super::position_grid::GridPipeline>>>,
+    pub(crate) grid_pipeline: Arc<Mutex<Option<super::standalone::Standalone>>>,
     /// The error scopes of buffer and pipeline creation (see `kernels::scope`).
     pub(crate) scopes: Arc<super::scope::Scopes>,
 }

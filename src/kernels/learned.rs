@@ -3,13 +3,15 @@
 //! takes.
 
 use super::input::MAX_WHOLE_REVOLUTIONS;
-use super::rope::{Angles, RopeCall, check_frequencies};
+use crate::angle::check_frequencies;
 use crate::dd::Dd;
 use crate::error::{Error, Result};
+use crate::tensor::TensorView;
 use crate::{FrequencyUnit, LearnedFrequencies};
 
-/// The table's magnitudes in radians a position (their signs go beside them, see [`words`]).
-pub(super) fn angles(t: &LearnedFrequencies, unit: FrequencyUnit) -> Result<Angles> {
+/// The table's magnitudes in radians a position, checked (their signs go beside them, see
+/// [`words`]); the attention factor is 1.
+pub(super) fn frequencies(t: &LearnedFrequencies, unit: FrequencyUnit) -> Result<Vec<Dd>> {
     let unit = match unit {
         FrequencyUnit::Radians => Dd::from_f64(1.0),
         FrequencyUnit::Revolutions => crate::dd::TWO_PI,
@@ -22,10 +24,7 @@ pub(super) fn angles(t: &LearnedFrequencies, unit: FrequencyUnit) -> Result<Angl
             (f.hi, f.lo)
         })
         .unzip();
-    Ok(Angles {
-        inv_freq: check_frequencies(&hi, &lo)?,
-        attention_factor: 1.0,
-    })
+    check_frequencies(&hi, &lo)
 }
 
 /// The third frequency word of each entry of a learned table: its sign, and at f32
@@ -50,9 +49,13 @@ pub(super) fn words(values: &[f64], inv_freq: &[Dd], float: bool) -> Result<Vec<
         .collect()
 }
 
-/// A learned table of more than one head needs tensors of its heads.
-pub(super) fn check_heads(heads: u64, call: &RopeCall<'_>) -> Result<()> {
-    let views = [Some(&call.tensor), call.k.as_ref()];
+/// A learned table of more than one head needs tensors (the call's, and its K) of its heads,
+/// and no cos/sin cache (`cached`).
+pub(super) fn check_heads(
+    heads: u64,
+    views: [Option<&TensorView<'_>>; 2],
+    cached: bool,
+) -> Result<()> {
     for v in views.into_iter().flatten() {
         if heads > 1 && v.layout.shape[1] != heads {
             return Err(Error::ShapeMismatch {
@@ -62,7 +65,7 @@ pub(super) fn check_heads(heads: u64, call: &RopeCall<'_>) -> Result<()> {
             });
         }
     }
-    if call.cache.is_some() {
+    if cached {
         return Err(Error::Unsupported(
             "a cos/sin cache replaces the frequencies: a learned table takes none",
         ));

@@ -21,6 +21,7 @@ pub(crate) mod position_grid;
 pub(crate) mod rope;
 pub(crate) mod scope;
 pub(crate) mod sinusoidal;
+pub(crate) mod standalone;
 
 /// The composed shader sources (`build.rs`).
 pub(crate) mod composed {

@@ -4,12 +4,14 @@
 
 use super::WORKGROUP;
 use super::device::Passes;
+use super::input::Words;
 use super::pass::{EncodeReport, fold_grid};
+use super::standalone::Standalone;
 use crate::error::{Error, Result};
 use crate::position_grid::PositionGrid;
 use crate::tensor::ArrayView;
 
-/// The uniform of `shaders/position_grid.wgsl`.
+/// The uniform of `shaders/position_grid.wgsl` (its `Params`, field for field).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
@@ -22,57 +24,19 @@ struct Params {
     _pad: [u32; 2],
 }
 
-/// The grid kernel's bind group layout and pipeline, built on first use.
-#[derive(Clone, Debug)]
-pub(crate) struct GridPipeline {
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
-}
-
-impl GridPipeline {
-    fn new(device: &wgpu::Device) -> Self {
-        let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty,
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        };
-        let label = Some("wgpu-posenc position grid");
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label,
-            entries: &[
-                entry(0, wgpu::BufferBindingType::Uniform),
-                entry(1, wgpu::BufferBindingType::Storage { read_only: true }),
-                entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
-            ],
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label,
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label,
-            source: wgpu::ShaderSource::Wgsl(SOURCE.into()),
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label,
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        Self { layout, pipeline }
-    }
-}
-
 /// `shaders/position_grid.wgsl`.
 pub(crate) const SOURCE: &str = include_str!("../../shaders/position_grid.wgsl");
+
+const LABEL: &str = "wgpu-posenc position grid";
+
+/// Where a call's values go: the binding window from the aligned offset at or below the
+/// first value through the last, and the first value's index in it.
+struct Window<'a> {
+    buffer: &'a wgpu::Buffer,
+    offset: u64,
+    size: u64,
+    base: u64,
+}
 
 impl Passes {
     /// Records the positions of `grid` for `batch` rows into `out`, `[axes, batch, tokens]`
@@ -85,32 +49,20 @@ impl Passes {
         out: ArrayView<'_>,
     ) -> Result<EncodeReport> {
         grid.validate()?;
-        let what = "the position grid's output";
         let rows = grid.tokens().saturating_mul(batch);
         let values = rows.saturating_mul(grid.axes as u64);
-        let words = super::input::words(out, values, what)?;
+        let words = super::input::words(out, values, "the position grid's output")?;
         if batch == 0 {
             return Ok(EncodeReport::default());
         }
-        // The window from the aligned offset below the first value through the last.
-        let start = words.first * 4 / self.storage_align * self.storage_align;
-        let base = words.first - start / 4;
-        let size = (words.first + values) * 4 - start;
-        if size > self.max_binding || base + values > u64::from(u32::MAX) {
-            return Err(Error::BufferLimit {
-                what,
-                bytes: size,
-                limit: self.max_binding.min(u64::from(u32::MAX)),
-            });
-        }
-        let pipeline = self.grid_pipeline()?;
+        let window = self.grid_window(words, values)?;
         let (workgroups, [grid_x, grid_y]) = fold_grid(rows.div_ceil(WORKGROUP));
         let params = Params {
             tokens: grid.tokens() as u32,
             rows: rows as u32,
             segments: grid.segments.len() as u32,
             axes: grid.axes as u32,
-            base: base as u32,
+            base: window.base as u32,
             grid_x,
             _pad: [0; 2],
         };
@@ -120,54 +72,24 @@ impl Passes {
             wgpu::BufferUsages::UNIFORM,
         )?;
         let description = self.buffer_init(
-            "wgpu-posenc position grid",
+            LABEL,
             bytemuck::cast_slice(&grid.words()),
             wgpu::BufferUsages::STORAGE,
         )?;
+        let windows = [
+            (&uniform, 0, uniform.size()),
+            (&description, 0, description.size()),
+            (window.buffer, window.offset, window.size),
+        ];
+        let shader = self.grid_shader()?;
         #[cfg(feature = "capture")]
-        if let Some(capture) = &self.capture {
-            use super::bind::{Access, Entry};
-            let entry = |binding, buffer: &wgpu::Buffer, offset, size, access| Entry {
-                binding,
-                buffer: buffer.clone(),
-                offset,
-                size,
-                access,
-            };
-            let entries = vec![
-                entry(0, &uniform, 0, uniform.size(), Access::Uniform),
-                entry(1, &description, 0, description.size(), Access::ReadOnly),
-                entry(2, words.buffer, start, size, Access::ReadWrite),
-            ];
-            capture.record_standalone(SOURCE, entries, [grid_x, grid_y, 1]);
-        }
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("wgpu-posenc position grid"),
-            layout: &pipeline.layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: uniform.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: description.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: words.buffer,
-                        offset: start,
-                        size: wgpu::BufferSize::new(size),
-                    }),
-                },
-            ],
-        });
+        self.capture_grid(&windows, [grid_x, grid_y, 1]);
+        let bind_group = shader.bind_group(&self.device, LABEL, &windows);
         let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("wgpu-posenc position grid"),
+            label: Some(LABEL),
             timestamp_writes: None,
         });
-        cpass.set_pipeline(&pipeline.pipeline);
+        cpass.set_pipeline(&shader.pipeline);
         cpass.set_bind_group(0, &bind_group, &[]);
         cpass.dispatch_workgroups(grid_x, grid_y, 1);
         Ok(EncodeReport {
@@ -177,16 +99,66 @@ impl Passes {
         })
     }
 
-    /// The grid pipeline, compiled on first use and shared by the clones.
-    fn grid_pipeline(&self) -> Result<GridPipeline> {
+    /// The binding window of `values` words from `words`: within one storage binding, and
+    /// every index the shader computes within u32.
+    fn grid_window<'a>(&self, words: Words<'a>, values: u64) -> Result<Window<'a>> {
+        let offset = words.first * 4 / self.storage_align * self.storage_align;
+        let base = words.first - offset / 4;
+        let size = (words.first + values) * 4 - offset;
+        if size > self.max_binding || base + values > u64::from(u32::MAX) {
+            return Err(Error::BufferLimit {
+                what: "the position grid's output",
+                bytes: size,
+                limit: self.max_binding.min(u64::from(u32::MAX)),
+            });
+        }
+        Ok(Window {
+            buffer: words.buffer,
+            offset,
+            size,
+            base,
+        })
+    }
+
+    /// The grid's shader, compiled on first use and shared by the clones.
+    fn grid_shader(&self) -> Result<Standalone> {
         let mut slot = self.grid_pipeline.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = slot.as_ref() {
             return Ok(p.clone());
         }
+        let read_only = |read_only| wgpu::BufferBindingType::Storage { read_only };
+        let types = [
+            wgpu::BufferBindingType::Uniform,
+            read_only(true),
+            read_only(false),
+        ];
         let made = self.scoped("the position grid pipeline", || {
-            GridPipeline::new(&self.device)
+            Standalone::new(&self.device, LABEL, SOURCE, &types)
         })?;
         *slot = Some(made.clone());
         Ok(made)
+    }
+
+    /// Records the dispatch for replay elsewhere (the capture's standalone form).
+    #[cfg(feature = "capture")]
+    fn capture_grid(&self, windows: &[(&wgpu::Buffer, u64, u64); 3], workgroups: [u32; 3]) {
+        use super::bind::{Access, Entry};
+        let Some(capture) = &self.capture else {
+            return;
+        };
+        let access = [Access::Uniform, Access::ReadOnly, Access::ReadWrite];
+        let entries = windows
+            .iter()
+            .zip(access)
+            .enumerate()
+            .map(|(binding, (&(buffer, offset, size), access))| Entry {
+                binding: binding as u32,
+                buffer: buffer.clone(),
+                offset,
+                size,
+                access,
+            })
+            .collect();
+        capture.record_standalone(SOURCE, entries, workgroups);
     }
 }

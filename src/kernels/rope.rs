@@ -101,11 +101,14 @@ impl Angles {
             head_dim,
         })?;
         if let Some(t) = &spec.learned {
-            return super::learned::angles(t, spec.frequency_unit);
+            return Ok(Self {
+                inv_freq: super::learned::frequencies(t, spec.frequency_unit)?,
+                attention_factor: 1.0,
+            });
         }
         let f = spec.frequencies(r32, seq_len)?;
         Ok(Angles {
-            inv_freq: check_frequencies(&f.inv_freq, &f.inv_freq_lo)?,
+            inv_freq: crate::angle::check_frequencies(&f.inv_freq, &f.inv_freq_lo)?,
             attention_factor: f.attention_factor as f32,
         })
     }
@@ -285,7 +288,11 @@ impl Rope {
         // a learned table's signs and whole revolutions beside its entries.
         let whole = match (&self.spec.learned, float) {
             (Some(t), _) => {
-                super::learned::check_heads(t.heads, call)?;
+                super::learned::check_heads(
+                    t.heads,
+                    [Some(&call.tensor), call.k.as_ref()],
+                    call.cache.is_some(),
+                )?;
                 Some(super::learned::words(&t.values, &angles.inv_freq, float)?)
             }
             (None, true) => float_axis_words(&angles.inv_freq, &self.axes)?,
@@ -628,26 +635,6 @@ pub(crate) fn check_disjoint(
             second,
         }),
     }
-}
-
-/// The frequencies as double-double values, each finite, non-negative and at most
-/// [`crate::angle::MAX_FREQUENCY`] (above it angles would not be exact).
-pub(crate) fn check_frequencies(hi: &[f64], lo: &[f64]) -> Result<Vec<Dd>> {
-    hi.iter()
-        .zip(lo)
-        .map(|(&hi, &lo)| {
-            if hi.is_finite() && (0.0..=crate::angle::MAX_FREQUENCY).contains(&hi) {
-                Ok(Dd { hi, lo })
-            } else {
-                Err(Error::InvalidParameter {
-                    what: "frequency (radians per position)",
-                    value: hi,
-                    need: "finite, non-negative and at most 2^40: larger ones alias and \
-                           cannot be reduced exactly (check the base or the timescales)",
-                })
-            }
-        })
-        .collect()
 }
 
 /// Vec4 access needs whole groups of 4 pairs (8 elements of a row) and every row of every

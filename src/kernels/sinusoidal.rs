@@ -100,7 +100,7 @@ impl Passes {
             .into_iter()
             .map(|f| (f.hi, f.lo))
             .unzip();
-        let inv_freq = super::rope::check_frequencies(&hi, &lo)?;
+        let inv_freq = crate::angle::check_frequencies(&hi, &lo)?;
         // The third frequency word: M-RoPE's axis for RoPE, unused by the sinusoidal kernel at
         // u32 positions; at f32 positions, the whole revolutions of each frequency.
         let axes = if matches!(positions, Positions::Float(_)) {
