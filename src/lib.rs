@@ -84,7 +84,9 @@ pub use kernels::fused::{CacheIndex, KvCache, QkvCall};
 pub use kernels::pass::EncodeReport;
 pub use kernels::rope::{Rope, RopeCall};
 pub use learned::LearnedFrequencies;
-pub use position_grid::{GRID_DIMS, GridAxis, GridSegment, MAX_GRID_SEGMENTS, PositionGrid};
+pub use position_grid::{
+    GRID_DIMS, GridAxis, GridSegment, MAX_GRID_SEGMENTS, MAX_HOST_POSITIONS, PositionGrid,
+};
 pub use positions::{HostPositions, Positions};
 pub use sinusoid::{SinusoidalLayout, SinusoidalSpec, Timescales};
 pub use spec::{

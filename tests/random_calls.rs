@@ -5,7 +5,8 @@
 //! sinusoidal table and add (GPU and host; diffusers' timestep form and f32 positions drawn
 //! in `random_calls/sinusoidal.rs`), views of one buffer, the fused QKV call with its
 //! caches (`random_calls/fused.rs`), `RopeSpec::angle_words` and the WGSL export helpers
-//! (`random_calls/export.rs`), and `HfRope::from_config` on generated config.json values in
+//! (`random_calls/export.rs`), position grids and Mochi's checkpoint reader
+//! (`random_calls/position_grids.rs`), and `HfRope::from_config` on generated config.json values in
 //! a child process that survives aborts (`random_calls/configs.rs`). Failing cases are kept
 //! by proptest in `tests/random_calls.proptest-regressions` and replayed first.
 //!
@@ -22,6 +23,8 @@ mod configs;
 mod export;
 #[path = "random_calls/fused.rs"]
 mod fused;
+#[path = "random_calls/position_grids.rs"]
+mod position_grids;
 #[path = "random_calls/sinusoidal.rs"]
 mod sinusoidal;
 
@@ -47,6 +50,7 @@ static FUSED: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
 static WORDS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
 static EXPORTS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
 static GRIDS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+static POSITION_GRIDS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
 
 /// Counts a call (and whether it was compared with the reference), says so every `every`.
 fn tally(what: &str, counts: &[AtomicU32; 2], checked: bool, every: u32) {
@@ -780,6 +784,34 @@ proptest! {
         match sinusoidal::run_grid(&case) {
             Ok(checked) => tally("grid calls", &GRIDS, checked, 200),
             Err(e) => prop_assert!(false, "{case:?}: {e}"),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(calls() / 10))]
+
+    #[test]
+    fn random_position_grids_are_errors_or_the_hosts_bits(
+        case in position_grids::grid_strategy()
+    ) {
+        match position_grids::run_grid(&case) {
+            Ok(checked) => tally("position grids", &POSITION_GRIDS, checked, 200),
+            Err(e) => prop_assert!(false, "{case:?}: {e}"),
+        }
+    }
+}
+
+#[cfg(feature = "hf-config")]
+proptest! {
+    #![proptest_config(config(calls() / 20))]
+
+    #[test]
+    fn random_checkpoint_files_are_read_or_refused(
+        cut in 0usize..20_000, at in 0usize..20_000, byte in any::<u8>()
+    ) {
+        if let Err(e) = position_grids::run_checkpoint(cut, at, byte) {
+            prop_assert!(false, "cut {cut}, byte {at} = {byte}: {e}");
         }
     }
 }

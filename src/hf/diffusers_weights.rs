@@ -46,9 +46,12 @@ impl RotaryModule {
                 ),
             });
         }
+        let table = LearnedFrequencies::new(3, heads, tensor.values);
+        // Finite, and within what the kernels reduce exactly.
+        table.check(head_dim / 2)?;
         let spec = RopeSpec::new()
             .pair_layout(PairLayout::Interleaved)
-            .learned(LearnedFrequencies::new(3, heads, tensor.values));
+            .learned(table);
         Ok(vec![RotaryModule {
             path: "rope",
             module: "MochiRoPE",

@@ -20,6 +20,8 @@ use crate::positions::float_position_ok;
 pub const GRID_DIMS: usize = 5;
 /// Segments of one grid at most.
 pub const MAX_GRID_SEGMENTS: usize = 16;
+/// The most values [`PositionGrid::positions`] computes on the host (1 GiB of f32).
+pub const MAX_HOST_POSITIONS: u64 = 1 << 28;
 /// The largest magnitude of a segment's integer sum: every such integer is an f32.
 const EXACT_SUM: i64 = 1 << 24;
 /// The least magnitude of a non-zero scale: every non-zero position is then a normal f32.
@@ -116,9 +118,11 @@ impl GridSegment {
         Self::new(&[tokens], &axes)
     }
 
-    /// Tokens in the segment.
+    /// Tokens in the segment (saturating at `u64::MAX`).
     pub fn tokens(&self) -> u64 {
-        self.shape.iter().map(|&e| u64::from(e)).product()
+        self.shape
+            .iter()
+            .fold(1u64, |n, &e| n.saturating_mul(u64::from(e)))
     }
 
     /// The multi-index of the segment's token `k`.
@@ -136,9 +140,9 @@ impl GridSegment {
     fn sum_range(&self, axis: &GridAxis) -> (i64, i64) {
         let (mut lo, mut hi) = (i64::from(axis.offset), i64::from(axis.offset));
         for (&s, &extent) in axis.steps.iter().zip(&self.shape) {
-            let far = i64::from(s) * (i64::from(extent) - 1).max(0);
-            lo += far.min(0);
-            hi += far.max(0);
+            let far = i64::from(s).saturating_mul((i64::from(extent) - 1).max(0));
+            lo = lo.saturating_add(far.min(0));
+            hi = hi.saturating_add(far.max(0));
         }
         (lo, hi)
     }
@@ -172,9 +176,11 @@ impl PositionGrid {
         self
     }
 
-    /// Tokens in the grid.
+    /// Tokens in the grid (saturating at `u64::MAX`).
     pub fn tokens(&self) -> u64 {
-        self.segments.iter().map(GridSegment::tokens).sum()
+        self.segments
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.tokens()))
     }
 
     /// Checks what the GPU and the host need: 1, 3 or 4 axes; 1 to [`MAX_GRID_SEGMENTS`]
@@ -206,20 +212,26 @@ impl PositionGrid {
     }
 
     /// The positions, `[axes, batch, tokens]` row-major, computed on the host as the GPU
-    /// computes them (the same f32 values).
+    /// computes them (the same f32 values); at most [`MAX_HOST_POSITIONS`] values (larger
+    /// grids are written on the GPU only).
     pub fn positions(&self, batch: u64) -> Result<Vec<f32>> {
         self.validate()?;
+        let count = self
+            .tokens()
+            .saturating_mul(batch)
+            .saturating_mul(self.axes as u64);
+        if count > MAX_HOST_POSITIONS {
+            return Err(Error::InvalidPositionGrid {
+                reason: format!(
+                    "{} tokens x {batch} batch rows x {} axes: at most 2^28 values on the \
+                     host (PosEnc::encode_position_grid writes larger grids on the GPU)",
+                    self.tokens(),
+                    self.axes
+                ),
+            });
+        }
         let row = self.row(0..self.tokens());
-        let n = usize::try_from(self.tokens()).unwrap_or(usize::MAX);
-        let batch = usize::try_from(batch).unwrap_or(usize::MAX);
-        let count = n
-            .checked_mul(batch)
-            .and_then(|c| c.checked_mul(self.axes))
-            .filter(|&c| c <= isize::MAX as usize / 4)
-            .ok_or(Error::InvalidPositionGrid {
-                reason: format!("{} tokens x {batch} batch rows: too many values", n),
-            })?;
-        let mut out = Vec::with_capacity(count);
+        let mut out = Vec::with_capacity(count as usize);
         for a in 0..self.axes {
             for _ in 0..batch {
                 out.extend(row.iter().map(|p| p[a]));
