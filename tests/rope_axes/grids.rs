@@ -1,8 +1,8 @@
 //! Position grids ([`PositionGrid`], built on the GPU by `PosEnc::encode_position_grid`):
 //! each model's recipe against the ids its library's own code makes
 //! (`tests/data/positions/position_ids.py`: FLUX.1's, Kontext's and FLUX.2's pipelines,
-//! transformers' `get_vision_position_ids`; `tests/data/diffusers/rope_axes.py`: FLUX.1, Wan,
-//! HunyuanVideo and Qwen-Image), then rotated in the same encoder and compared with
+//! Qwen-Image's module at odd and even sides, transformers' `get_vision_position_ids`;
+//! `tests/data/diffusers/rope_axes.py`: FLUX.1, Wan, HunyuanVideo and Qwen-Image), then rotated in the same encoder and compared with
 //! diffusers' rotated rows; random grids on the GPU against the host, bit for bit, in
 //! poisoned buffers with guards; bad grids as typed errors.
 
@@ -55,6 +55,7 @@ fn recipe(name: &str) -> PositionGrid {
         "flux" => PositionGrid::flux(8, [24, 40]),
         "flux_kontext" => PositionGrid::flux_kontext(8, [24, 40], [16, 20]),
         "flux2" => PositionGrid::flux2(8, [24, 40], &[[16, 20], [12, 8]]),
+        "qwen_image" => PositionGrid::qwen_image(5, &[[1, 7, 9], [2, 5, 6]]),
         "qwen2_vl_merge2" => PositionGrid::merge_blocks([2, 12, 20], 2).expect("merge"),
         "qwen2_vl_merge3" => PositionGrid::merge_blocks([1, 9, 15], 3).expect("merge"),
         other => panic!("no recipe for {other}"),

@@ -9,6 +9,10 @@ crate's `PositionGrid` recipes, built on the GPU, must give the same values).
 - FLUX.2: `Flux2Pipeline._prepare_text_ids` (8 tokens), `_prepare_latent_ids` (24 x 40) and
   `_prepare_image_ids` (references of 16 x 20 and 12 x 8), text first, then
   `cat([latent_ids, image_latent_ids])` as the pipeline passes `img_ids`.
+- Qwen-Image: `QwenEmbedRope(10000, [16, 56, 56], scale_rope=True)` for two images of odd
+  and even sides, `[(1, 7, 9), (2, 5, 6)]`, and 5 text tokens; its positions read back from
+  its own output: each axis's complex row looked up among its tables' rows at every index
+  in [-4096, 4096), text first as the joint attention concatenates them.
 - Qwen2-VL's vision tower: `transformers.vision_utils.get_vision_position_ids` for
   `grid_thw = [2, 12, 20]` at `spatial_merge_size` 2, and `[1, 9, 15]` at 3: (row, column) in
   merge-block order.
@@ -24,6 +28,7 @@ import diffusers
 import torch
 import transformers
 from diffusers import Flux2Pipeline, FluxKontextPipeline, FluxPipeline
+from diffusers.models.transformers.transformer_qwenimage import QwenEmbedRope
 from transformers.vision_utils import get_vision_position_ids
 
 CPU = torch.device("cpu")
@@ -49,6 +54,22 @@ def flux2():
     return torch.cat([text, torch.cat([latent, refs], dim=0)], dim=0).float()
 
 
+def qwen_image():
+    dims = [16, 56, 56]
+    module = QwenEmbedRope(10000, dims, scale_rope=True)
+    vid, txt = module([[(1, 7, 9), (2, 5, 6)]], max_txt_seq_len=5, device=CPU)
+    rows = torch.cat([txt, vid])
+    out, start = [], 0
+    for a, d in enumerate(dims):
+        table = torch.cat([module.neg_freqs, module.pos_freqs])[:, start:start + d // 2]
+        index = list(range(-4096, 0)) + list(range(4096))
+        lookup = {tuple(r): i for r, i in zip(torch.view_as_real(table).reshape(len(index), -1).tolist(), index)}
+        block = torch.view_as_real(rows[:, start:start + d // 2]).reshape(rows.shape[0], -1).tolist()
+        out.append([float(lookup[tuple(r)]) for r in block])
+        start += d // 2
+    return torch.tensor(out).T
+
+
 def merge(grid, m):
     pos = get_vision_position_ids(torch.tensor([grid]), m)
     zeros = torch.zeros(pos.shape[0], 1, dtype=pos.dtype)
@@ -57,6 +78,7 @@ def merge(grid, m):
 
 def main():
     cases = [("flux", flux()), ("flux_kontext", flux_kontext()), ("flux2", flux2()),
+             ("qwen_image", qwen_image()),
              ("qwen2_vl_merge2", merge([2, 12, 20], 2)), ("qwen2_vl_merge3", merge([1, 9, 15], 3))]
     out = {"script": "tests/data/positions/position_ids.py", "diffusers": diffusers.__version__,
            "transformers": transformers.__version__, "torch": torch.__version__,
