@@ -52,9 +52,15 @@ pub(crate) struct Passes {
     pub(crate) capture: Option<super::capture::Capture>,
     /// The position grid kernel (`kernels::position_grid`), compiled on first use.
     pub(crate) grid_pipeline: Arc<Mutex<Option<super::standalone::Standalone>>>,
+    /// The last position grid's buffers (its uniform and its description) with the bytes
+    /// they hold: a loop over one grid uploads them once.
+    pub(crate) grid_buffers: Arc<Mutex<Option<HeldBuffers>>>,
     /// The error scopes of buffer and pipeline creation (see `kernels::scope`).
     pub(crate) scopes: Arc<super::scope::Scopes>,
 }
+
+/// Buffers kept with the bytes they were made from (the key of their reuse).
+pub(crate) type HeldBuffers = (Vec<u8>, wgpu::Buffer, wgpu::Buffer);
 
 /// A kernel's bind group layout and the pipeline layout over it.
 #[derive(Clone, Debug)]
@@ -121,6 +127,7 @@ impl Passes {
             #[cfg(feature = "capture")]
             capture: None,
             grid_pipeline: Arc::default(),
+            grid_buffers: Arc::default(),
             scopes: Arc::default(),
         })
     }
@@ -323,6 +330,7 @@ impl Passes {
             .last_frequencies
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = None;
+        *self.grid_buffers.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// What the caches hold now (see [`CacheUsage`] for their bounds).
