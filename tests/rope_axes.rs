@@ -40,6 +40,54 @@ fn u(v: &Value) -> u64 {
     v.as_u64().expect("integer")
 }
 
+/// A golden case's integer list (`rows`, `grid`, ...).
+fn indices(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|x| u(x) as usize)
+        .collect()
+}
+
+/// Every number of a nested array, in order (`[heads][d]` rows as one row).
+fn flat(v: &Value) -> Vec<f64> {
+    match v.as_array() {
+        Some(a) => a.iter().flat_map(flat).collect(),
+        None => vec![v.as_f64().expect("number")],
+    }
+}
+
+/// Writes a golden case's sampled rows (`sampled[k]`, `row` values each, nested or not)
+/// into `x` at rows `first + rows[k]`.
+fn put_rows(x: &mut [f32], sampled: &Value, rows: &[usize], first: usize, row: usize) {
+    for (k, &r) in rows.iter().enumerate() {
+        let at = (first + r) * row;
+        for (i, v) in flat(&sampled[k]).into_iter().enumerate() {
+            x[at + i] = v as f32;
+        }
+    }
+}
+
+/// The largest difference of `got` (rows `first + rows[k]`) from a golden case's rows.
+fn from_rows<T: Copy + Into<f64>>(
+    got: &[T],
+    sampled: &Value,
+    rows: &[usize],
+    first: usize,
+    row: usize,
+) -> f64 {
+    let per = |k: usize, r: usize| {
+        let at = (first + r) * row;
+        flat(&sampled[k])
+            .iter()
+            .zip(&got[at..at + row])
+            .fold(0.0f64, |m, (&w, &g)| m.max((g.into() - w).abs()))
+    };
+    rows.iter()
+        .enumerate()
+        .fold(0.0, |m, (k, &r)| m.max(per(k, r)))
+}
+
 fn list(v: &Value) -> Vec<f64> {
     v.as_array()
         .expect("array")
@@ -176,20 +224,12 @@ fn diffusion_transformer_rotations_match_diffusers() {
             .base(case["theta"].as_f64().expect("theta"))
             .pair_layout(PairLayout::Interleaved)
             .axes_rope([dims[0] / 2, dims[1] / 2, dims[2] / 2]);
-        let rows: Vec<usize> = case["rows"]
-            .as_array()
-            .expect("rows")
-            .iter()
-            .map(|r| u(r) as usize)
-            .collect();
+        let rows = indices(&case["rows"]);
         let (words, float) = case_positions(case, &rows);
         // Random Q, the sampled rows diffusers' own.
         let row = (heads * d) as usize;
         let mut q = Rng::new(28).values(s as usize * row);
-        for (k, &r) in rows.iter().enumerate() {
-            let mine: Vec<f32> = list(&case["q"][k]).iter().map(|&x| x as f32).collect();
-            q[r * row..(r + 1) * row].copy_from_slice(&mine);
-        }
+        put_rows(&mut q, &case["q"], &rows, 0, row);
         let shape = Dims {
             batch: 1,
             seq: s,
@@ -198,13 +238,7 @@ fn diffusion_transformer_rotations_match_diffusers() {
         };
         let got = rotate(&spec, shape, &q, &words, float);
         // Against diffusers at the sampled tokens (f32 cos/sin of f64 angles, f32 products).
-        let mut theirs = 0.0f64;
-        for (k, &r) in rows.iter().enumerate() {
-            let want = list(&case["rotated"][k]);
-            for (a, b) in got[r * row..(r + 1) * row].iter().zip(want) {
-                theirs = theirs.max((f64::from(*a) - b).abs());
-            }
-        }
+        let theirs = from_rows(&got, &case["rotated"], &rows, 0, row);
         // Against the f64 reference over every token.
         let mut x: Vec<f64> = q.iter().map(|&v| f64::from(v)).collect();
         reference::rope(

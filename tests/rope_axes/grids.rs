@@ -7,7 +7,7 @@
 //! poisoned buffers with guards; bad grids as typed errors.
 
 use super::common::{Rng, ctx, poison, run_on_buffer, test_data};
-use super::{list, u};
+use super::{from_rows, indices, list, put_rows, u};
 use serde_json::Value;
 use wgpu_posenc::{
     ArrayView, Dims, Error, GRID_DIMS, GridAxis, GridSegment, Layout, PairLayout, PositionGrid,
@@ -137,22 +137,16 @@ fn grid_positions_rotate_as_diffusers() {
             .base(case["theta"].as_f64().expect("theta"))
             .pair_layout(PairLayout::Interleaved)
             .axes_rope([dims[0] / 2, dims[1] / 2, dims[2] / 2]);
-        let rows: Vec<usize> = case["rows"]
-            .as_array()
-            .expect("rows")
-            .iter()
-            .map(|r| u(r) as usize)
-            .collect();
+        let rows = indices(&case["rows"]);
         let row = (heads * d) as usize;
         let mut q = Rng::new(29).values(s as usize * row);
+        put_rows(&mut q, &case["q"], &rows, 0, row);
         for (k, &r) in rows.iter().enumerate() {
             let sampled: Vec<f64> = list(&case["positions"][k]);
             let mine: Vec<f64> = (0..3)
                 .map(|a| f64::from(host[a * s as usize + r]))
                 .collect();
             assert_eq!(mine, sampled, "{name}: token {r}");
-            let given: Vec<f32> = list(&case["q"][k]).iter().map(|&x| x as f32).collect();
-            q[r * row..(r + 1) * row].copy_from_slice(&given);
         }
         let shape = Dims {
             batch: 1,
@@ -178,15 +172,7 @@ fn grid_positions_rotate_as_diffusers() {
                 .encode_rope(encoder, &spec, &view, Positions::FloatAxes(out))
                 .expect("rope");
         });
-        let mut theirs = 0.0f64;
-        for (k, &r) in rows.iter().enumerate() {
-            for (a, b) in got[r * row..(r + 1) * row]
-                .iter()
-                .zip(list(&case["rotated"][k]))
-            {
-                theirs = theirs.max((f64::from(*a) - b).abs());
-            }
-        }
+        let theirs = from_rows(&got, &case["rotated"], &rows, 0, row);
         // As `diffusion_transformer_rotations_match_diffusers`: the modules that build
         // their angles in f32 are off by up to `max_own_error`.
         let own = case["max_own_error"].as_f64().expect("own error");
@@ -358,20 +344,9 @@ fn cogvideox_crop_linspace_rotates_as_diffusers() {
             .pair_layout(PairLayout::Interleaved)
             .axes_rope([d / 8, 3 * d / 16, 3 * d / 16]);
         let row = (heads * d) as usize;
-        let rows: Vec<usize> = case["rows"]
-            .as_array()
-            .expect("rows")
-            .iter()
-            .map(|r| u(r) as usize)
-            .collect();
+        let rows = indices(&case["rows"]);
         let mut q = Rng::new(31).values(n * row);
-        for (k, &r) in rows.iter().enumerate() {
-            for (h, head) in case["q"][k].as_array().expect("q").iter().enumerate() {
-                for (j, &x) in list(head).iter().enumerate() {
-                    q[r * row + h * d as usize + j] = x as f32;
-                }
-            }
-        }
+        put_rows(&mut q, &case["q"], &rows, 0, row);
         let shape = Dims {
             batch: 1,
             seq: n as u64,
@@ -422,21 +397,8 @@ fn cogvideox_crop_linspace_rotates_as_diffusers() {
             }
         }
         let at_theirs = reference(&own_words);
-        let [mut theirs, mut own] = [0.0f64; 2];
-        for (k, &r) in rows.iter().enumerate() {
-            for (h, head) in case["rotated"][k]
-                .as_array()
-                .expect("rotated")
-                .iter()
-                .enumerate()
-            {
-                for (j, &want) in list(head).iter().enumerate() {
-                    let e = r * row + h * d as usize + j;
-                    theirs = theirs.max((f64::from(got[e]) - want).abs());
-                    own = own.max((at_theirs[e] - want).abs());
-                }
-            }
-        }
+        let theirs = from_rows(&got, &case["rotated"], &rows, 0, row);
+        let own = from_rows(&at_theirs, &case["rotated"], &rows, 0, row);
         // The GPU within the contract of the reference; diffusers off the exact rotation by
         // its own error, and the coordinates' last bits turn the fastest pair by `off` more.
         assert!(ours <= 4e-7, "{name}: {ours:e} from the reference");

@@ -6,7 +6,7 @@
 //! positions made on the GPU by a [`PositionGrid`] in the same encoder.
 
 use super::common::{Rng, ctx, run_on_buffer, test_data};
-use super::{list, u};
+use super::{from_rows, indices, list, put_rows, u};
 use serde_json::Value;
 use wgpu_posenc::{
     ArrayView, Dims, GridAxis, GridSegment, Layout, LearnedFrequencies, PairLayout, PositionGrid,
@@ -83,20 +83,8 @@ fn rotate_and_compare(
     let (prefix, s) = (u(&m["prefix"]) as usize, grid.tokens());
     let row = (heads * d) as usize;
     let mut q = Rng::new(s + heads).values(s as usize * row);
-    let rows: Vec<usize> = m["rows"]
-        .as_array()
-        .expect("rows")
-        .iter()
-        .map(|r| u(r) as usize)
-        .collect();
-    for (k, &r) in rows.iter().enumerate() {
-        let at = (prefix + r) * row;
-        for (h, head) in m["q"][k].as_array().expect("q").iter().enumerate() {
-            for (j, &x) in list(head).iter().enumerate() {
-                q[at + h * d as usize + j] = x as f32;
-            }
-        }
-    }
+    let rows = indices(&m["rows"]);
+    put_rows(&mut q, &m["q"], &rows, prefix, row);
     let positions = wgpu::util::DeviceExt::create_buffer_init(
         ctx().device(),
         &wgpu::util::BufferInitDescriptor {
@@ -153,17 +141,8 @@ fn rotate_and_compare(
         }
     }
     let at_theirs = reference(&theirs);
-    let [mut from_timm, mut own] = [0.0f64; 2];
-    for (k, &r) in rows.iter().enumerate() {
-        let at = (prefix + r) * row;
-        for (h, head) in rotated[k].as_array().expect("rotated").iter().enumerate() {
-            for (j, &want) in list(head).iter().enumerate() {
-                let e = at + h * d as usize + j;
-                from_timm = from_timm.max((f64::from(got[e]) - want).abs());
-                own = own.max((at_theirs[e] - want).abs());
-            }
-        }
-    }
+    let from_timm = from_rows(&got, rotated, &rows, prefix, row);
+    let own = from_rows(&at_theirs, rotated, &rows, prefix, row);
     [from_timm, ours, own]
 }
 
