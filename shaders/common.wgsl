@@ -189,21 +189,26 @@ fn lane_positions(w: Work, axis: UV) -> UV {
             return UV(varlen_position(params.tok0 + w.s));
         }
         case 4u, 6u: {
-            let i = params.ids_base + w.b * params.ids_stride_b + w.s;
-            let p1 = UV(ids[i + params.axis_stride]);
-            let p2 = UV(ids[i + 2u * params.axis_stride]);
-            let p = select(select(UV(ids[i]), p1, axis == UV(1u)), p2, axis == UV(2u));
-            if AXES4 {
-                // A fourth plane (FLUX.2's `l`), bound only for such specs.
-                return select(p, UV(ids[i + 3u * params.axis_stride]), axis == UV(3u));
-            }
-            return p;
+            return plane_positions(params.ids_base + w.b * params.ids_stride_b + w.s, axis);
         }
         default: {
             // The host checks that start + seq - 1 fits in u32.
             return UV(params.pos_start + w.s);
         }
     }
+}
+
+// The positions of a token whose first plane's value is at ids[i], each lane on its axis
+// (planes `axis_stride` apart).
+fn plane_positions(i: u32, axis: UV) -> UV {
+    let p1 = UV(ids[i + params.axis_stride]);
+    let p2 = UV(ids[i + 2u * params.axis_stride]);
+    let p = select(select(UV(ids[i]), p1, axis == UV(1u)), p2, axis == UV(2u));
+    if AXES4 {
+        // A fourth plane (FLUX.2's `l`), bound only for such specs.
+        return select(p, UV(ids[i + 3u * params.axis_stride]), axis == UV(3u));
+    }
+    return p;
 }
 
 // Sine and cosine of the G angles of pair group g at lane positions p.

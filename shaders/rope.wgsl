@@ -40,8 +40,42 @@ fn scaled(c: FV, s: FV) -> Rotation {
 }
 
 fn rotation(w: Work, g: u32) -> Rotation {
+    if POOL > 1u {
+        return pooled_rotation(w, g);
+    }
     let sc = angles_at(group_positions(w, g), g);
     return scaled(sc.c, sc.s);
+}
+
+// Position sets a token (RopeSpec::pooled): cos and sin are their means. The sets are
+// `[POOL, planes, batch, seq]`, each as one set of position axes.
+override POOL: u32 = 1u;
+
+// Cos and sin of pair group g summed over position sets j and j + 1.
+fn pooled_pair(w: Work, g: u32, j: u32) -> SinCos {
+    let stride = select(3u, 4u, AXES4) * params.axis_stride;
+    let i = params.ids_base + w.b * params.ids_stride_b + w.s + j * stride;
+    let axis = freq[3u * g + 2u] & UV(3u);
+    let x = angles_at(plane_positions(i, axis), g);
+    let y = angles_at(plane_positions(i + stride, axis), g);
+    return SinCos(x.s + y.s, x.c + y.c);
+}
+
+// The mean over the POOL sets, summed in pairs and the pairs in pairs: a token whose sets
+// repeat one position sums to exactly POOL times its cos and sin.
+fn pooled_rotation(w: Work, g: u32) -> Rotation {
+    var t = pooled_pair(w, g, 0u);
+    if POOL >= 4u {
+        let u = pooled_pair(w, g, 2u);
+        t = SinCos(t.s + u.s, t.c + u.c);
+    }
+    if POOL == 8u {
+        let a = pooled_pair(w, g, 4u);
+        let b = pooled_pair(w, g, 6u);
+        t = SinCos(t.s + (a.s + b.s), t.c + (a.c + b.c));
+    }
+    let mean = FV(1.0 / f32(POOL));
+    return scaled(t.c * mean, t.s * mean);
 }
 
 // A caller's table (RopeSpec::learned): the angle of pair group g in head h (the view's,

@@ -313,7 +313,7 @@ impl PosEnc {
         let mut spec = spec.clone();
         if spec.scaling.needs_seq_len() && spec.scaling_seq_len.is_none() {
             positions.check_lengths(layout.shape[0], layout.shape[2])?;
-            let axes = spec.mrope.map_or(1, |m| m.planes());
+            let axes = spec.position_planes();
             spec.scaling_seq_len = Some(positions.seq_len(&layout, axes));
         }
         self.passes

@@ -12,6 +12,8 @@ use crate::sinusoid::{SinusoidalSpec, Timescales};
 use crate::spec::RopeSpec;
 use crate::tensor::Layout;
 
+mod pair_angles;
+
 /// 2 pi as the sum of three f64 (the last one far below anything that matters here).
 const TWO_PI_HI: f64 = std::f64::consts::TAU;
 const TWO_PI_MID: f64 = 2.449_293_598_294_706_4e-16;
@@ -134,13 +136,22 @@ pub fn rope_out(
     let lead = spec.leading_lanes as usize;
     let r = spec.rotary_dim.unwrap_or(d - spec.leading_lanes);
     // HF: the largest position of the call + 1.
-    let axes_count = spec.mrope.map_or(1, |m| m.planes());
+    let axes_count = spec.position_planes();
     let seq_len = spec
         .scaling_seq_len
         .unwrap_or_else(|| positions.seq_len(src_layout, axes_count));
     let (freqs, factor) = frequencies_in_unit(spec, r, seq_len).expect("valid scaling");
-    let turns = spec.frequency_unit == crate::FrequencyUnit::Revolutions;
     let axes = spec.pair_axes(r).expect("valid sections");
+    let angles = pair_angles::PairAngles {
+        spec,
+        positions,
+        cache,
+        freqs: &freqs,
+        factor,
+        axes: &axes,
+        nb,
+        ns,
+    };
     for b in 0..nb {
         for s in 0..ns {
             for h in 0..nh {
@@ -150,49 +161,8 @@ pub fn rope_out(
                 );
                 dst[row.1..row.1 + lead].copy_from_slice(&src[row.0..row.0 + lead]);
                 let (from, to) = (row.0 + lead, row.1 + lead);
-                for (j, &(f, f_lo)) in freqs.iter().enumerate() {
-                    let axis = u64::from(axes[j]);
-                    let value = positions
-                        .value(nb, ns, b, s, axis)
-                        .expect("host positions hold every position of the view");
-                    let p = positions.position(nb, ns, b, s, axis).unwrap_or(0);
-                    let learned = spec.learned.as_ref().map(|t| {
-                        learned_sincos(t, spec, j, h, |a| positions.value(nb, ns, b, s, a))
-                    });
-                    let (sin, cos) = match cache {
-                        None if learned.is_some() => learned.expect("a learned table"),
-                        // Revolutions per position, reduced in revolutions.
-                        None if turns => {
-                            let (sin, cos) = sincos_turns_at(value, f, f_lo);
-                            (sin * factor, cos * factor)
-                        }
-                        // f32 positions: the angle of the f32 value itself.
-                        None if matches!(
-                            positions,
-                            crate::Positions::Float(_) | crate::Positions::FloatAxes(_)
-                        ) =>
-                        {
-                            let (sin, cos) = sincos_at(value, f, f_lo);
-                            (sin * factor, cos * factor)
-                        }
-                        None => {
-                            let (sin, cos) = sincos_exact(p, f, f_lo);
-                            (sin * factor, cos * factor)
-                        }
-                        Some(c) => {
-                            assert!(u64::from(p) < c.max_pos, "position {p} outside the cache");
-                            let row = (u64::from(p) * c.row_stride) as usize + j;
-                            (
-                                f64::from(c.values[row + c.sin_offset as usize]),
-                                f64::from(c.values[row + c.cos_offset as usize]),
-                            )
-                        }
-                    };
-                    let sin = if spec.inverse { -sin } else { sin };
-                    let (sin, cos) = match spec.cos_sin_bf16 {
-                        true => (bf16_round(sin), bf16_round(cos)),
-                        false => (sin, cos),
-                    };
+                for j in 0..freqs.len() {
+                    let (sin, cos) = angles.sincos(j, h, b, s);
                     let (i0, i1) = spec.pair_elements(r, j as u64);
                     let (x0, x1) = (src[from + i0 as usize], src[from + i1 as usize]);
                     // Each element to the lane the output order gives it.
@@ -278,31 +248,6 @@ fn frequencies_in_unit(spec: &RopeSpec, r: u64, seq_len: u64) -> Result<(Vec<(f6
             Ok((pairs, f.attention_factor))
         }
     }
-}
-
-/// The sine and cosine of pair `j` of head `h` under a learned table: the sum over its axes
-/// of `pos_a F[a, h, j]` (head 0 for a one-head table), each term exact, combined as unit
-/// complex numbers.
-fn learned_sincos(
-    t: &crate::LearnedFrequencies,
-    spec: &RopeSpec,
-    j: usize,
-    h: u64,
-    value: impl Fn(u64) -> Option<f64>,
-) -> (f64, f64) {
-    let pairs = t.values.len() / (t.axes * t.heads) as usize;
-    let head = if t.heads == 1 { 0 } else { h as usize };
-    let (mut sin, mut cos) = (0.0f64, 1.0f64);
-    for a in 0..t.axes {
-        let f = t.values[(a as usize * t.heads as usize + head) * pairs + j];
-        let p = value(a).expect("host positions hold every position of the view");
-        let (s, c) = match spec.frequency_unit {
-            crate::FrequencyUnit::Radians => sincos_at(p, f, 0.0),
-            crate::FrequencyUnit::Revolutions => sincos_turns_at(p, f, 0.0),
-        };
-        (sin, cos) = (sin * c + cos * s, cos * c - sin * s);
-    }
-    (sin, cos)
 }
 
 /// LTX's `n` frequencies rising from `pi/2`: `(pi/2) base^(k/(n-1))` as `exp(ln(base) k /

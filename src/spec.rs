@@ -140,6 +140,18 @@ pub struct RopeSpec {
     /// the model's rounding reproduced, not a more exact result. The products stay f32,
     /// rounded once on store (HF's bf16 arithmetic rounds each). Not in the fused call.
     pub cos_sin_bf16: bool,
+    /// Cos and sin of each pair averaged over this many positions a token (1, 2, 4 or 8;
+    /// 1 rotates at one position): the positions are `pool` sets of position axes, `[pool,
+    /// planes, batch, seq]` ([`Positions::Axes`](crate::Positions::Axes) or
+    /// [`Positions::FloatAxes`](crate::Positions::FloatAxes) that many times over), and each
+    /// pair turns by the mean of its cos and sin at the positions of its axis (summed in
+    /// pairs, so a token that repeats one position in every set rotates exactly as
+    /// unpooled). The history tokens of diffusers' Helios and FramePack
+    /// (`avg_pool3d` of the cos/sin table over 2x2x2 and 4x4x4 blocks, the edges
+    /// replicated): not a rotation (the mean is shorter than 1), reproduced as the models
+    /// compute it. Position axes only ([`RopeSpec::mrope`], [`RopeSpec::axes_rope`] and the
+    /// others), without a learned table or a cos/sin cache; not in the fused call.
+    pub pool: u32,
 }
 
 impl Default for RopeSpec {
@@ -159,6 +171,7 @@ impl Default for RopeSpec {
             pair_blocks: 1,
             learned: None,
             cos_sin_bf16: false,
+            pool: 1,
         }
     }
 }
@@ -286,14 +299,39 @@ impl RopeSpec {
         self
     }
 
-    /// The position planes a call reads: the sections' (3 or 4), the learned table's (1, 3
-    /// or 4), else 1.
+    /// The position planes a call reads: the sections' (3 or 4) times the pooled sets, the
+    /// learned table's (1, 3 or 4), else 1.
     pub(crate) fn position_planes(&self) -> u64 {
         match (&self.mrope, &self.learned) {
-            (Some(m), _) => m.planes(),
+            (Some(m), _) => m.planes().saturating_mul(u64::from(self.pool.max(1))),
             (None, Some(t)) => t.planes(),
             (None, None) => 1,
         }
+    }
+
+    /// Cos and sin averaged over `pool` position sets a token (see [`RopeSpec::pool`]).
+    pub fn pooled(mut self, pool: u32) -> Self {
+        self.pool = pool;
+        self
+    }
+
+    /// The pool: 1, 2, 4 or 8, and above 1 only over position axes without a learned table.
+    fn check_pool(&self) -> Result<()> {
+        if !matches!(self.pool, 1 | 2 | 4 | 8) {
+            return Err(Error::InvalidParameter {
+                what: "pool",
+                value: f64::from(self.pool),
+                need: "1, 2, 4 or 8 positions a token",
+            });
+        }
+        if self.pool > 1 && (self.mrope.is_none() || self.learned.is_some()) {
+            return Err(Error::Unsupported(
+                "pooled positions (RopeSpec::pooled) are sets of position axes: give the spec \
+                 axes (RopeSpec::mrope, axes_rope, axes_rope4, axes_rising, axes_dealt), \
+                 without a learned table",
+            ));
+        }
+        Ok(())
     }
 
     /// Why the fused QKV call cannot take this spec (an option only `encode_rope` has), if
@@ -310,6 +348,11 @@ impl RopeSpec {
                 self.cos_sin_bf16,
                 "the fused QKV call keeps cos and sin in f32: round them to bf16 \
                  (RopeSpec::cos_sin_bf16) through encode_rope",
+            ),
+            (
+                self.pool > 1,
+                "the fused QKV call rotates each token at one position: average cos and sin \
+                 over pooled positions (RopeSpec::pooled) through encode_rope",
             ),
             (
                 self.pair_blocks > 1,
@@ -466,6 +509,7 @@ impl RopeSpec {
             return Err(Error::PairHalvesNeedInterleaved);
         }
         self.check_blocks(r)?;
+        self.check_pool()?;
         if let Some(t) = &self.learned {
             t.check(r / 2)?;
             if self.mrope.is_some() || self.scaling != Scaling::Default {

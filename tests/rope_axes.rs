@@ -19,6 +19,8 @@ mod diffusers;
 mod grids;
 #[path = "rope_axes/learned.rs"]
 mod learned;
+#[path = "rope_axes/pooled.rs"]
+mod pooled;
 #[path = "rope_axes/rising.rs"]
 mod rising;
 #[path = "rope_axes/timm.rs"]

@@ -189,6 +189,9 @@ pub struct Specialization {
     pub dense: u8,
     /// Cos and sin rounded to bf16 ([`crate::RopeSpec::cos_sin_bf16`]; RoPE only).
     pub cos_sin_bf16: bool,
+    /// Position sets a token whose cos and sin are averaged ([`crate::RopeSpec::pool`]; RoPE
+    /// only), 1 for one position.
+    pub pool: u8,
 }
 
 impl Specialization {
@@ -224,6 +227,7 @@ impl Specialization {
             blocks: false,
             dense: 0,
             cos_sin_bf16: false,
+            pool: 1,
         }
     }
 
@@ -348,6 +352,10 @@ impl Specialization {
         if self.cos_sin_bf16 && self.kernel() == Kernel::Rope {
             constants.push(("COS_SIN_BF16", 1.0));
         }
+        // Declared by the RoPE kernel (shaders/rope.wgsl), set where pooled.
+        if self.pool > 1 && self.kernel() == Kernel::Rope {
+            constants.push(("POOL", f64::from(self.pool)));
+        }
         match self.op {
             Op::Rope { second, .. } => constants.push((
                 "SECOND",
@@ -416,6 +424,16 @@ impl Specialization {
                                 for second in [Second::InPlace, Second::Source] {
                                     all.push(plain.with_second(second));
                                     all.push(plain.with_second(second).with_shared(true));
+                                }
+                                // Pooled positions, u32 and f32 axes, with K.
+                                for positions in [PositionMode::Axes, PositionMode::FloatAxes] {
+                                    for pool in [2, 8] {
+                                        all.push(Specialization {
+                                            positions,
+                                            pool,
+                                            ..plain.with_second(Second::InPlace)
+                                        });
+                                    }
                                 }
                                 // Cos and sin rounded to bf16, with K and out of place.
                                 for second in [Second::InPlace, Second::Source] {

@@ -149,7 +149,8 @@ impl Passes {
         };
         let mut views = vec![view(&pass.a)];
         views.extend(pass.b.as_ref().map(view));
-        let planes = if pass.spec.axes4 { 4 } else { 3 };
+        // Every position set of a pooled spec, each of three or four planes.
+        let planes = if pass.spec.axes4 { 4 } else { 3 } * u64::from(pass.spec.pool.max(1));
         let ids = pass.positions.ids_span(b, s, planes);
         PlanInput {
             extents: [b, h, s],

@@ -321,7 +321,8 @@ impl Rope {
                 positions: positions.mode(),
                 from_cache: cache.is_some(),
                 pair_halves,
-                axes4: self.planes() == 4,
+                axes4: self.spec.position_planes() / u64::from(self.spec.pool.max(1)) == 4,
+                pool: self.spec.pool.max(1) as u8,
                 blocks: block > 0,
                 dense: self.spec.learned.as_ref().map_or(0, |t| t.axes as u8),
                 cos_sin_bf16: self.spec.cos_sin_bf16,
@@ -374,6 +375,12 @@ impl Rope {
             return Err(Error::PositionsMismatch(
                 "a cos/sin cache has a row per integer position: f32 positions take the \
                  angles from the frequencies",
+            ));
+        }
+        if self.spec.pool > 1 {
+            return Err(Error::Unsupported(
+                "a cos/sin cache has one row a position: pooled positions (RopeSpec::pooled) \
+                 take the angles from the frequencies",
             ));
         }
         let layout = call.tensor.layout;
