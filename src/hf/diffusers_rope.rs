@@ -45,26 +45,11 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 5] = [
-    (
-        "AnyFlowFARTransformer3DModel",
-        "AnyFlowCausalRotaryPosEmbed",
-        "its compressed context tokens take average-pooled complex frequencies: not a rotation at one position",
-    ),
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 2] = [
     (
         "ErnieImageTransformer2DModel",
         "ErnieImageEmbedND3",
         "angles repeated per pair (interleaved) but applied with rotate-half: the two elements of a pair turn by different angles, not a rotation",
-    ),
-    (
-        "HeliosTransformer3DModel",
-        "HeliosRotaryPosEmbed",
-        "history tokens take averaged cos and sin of 2x and 4x blocks: not a rotation at one position",
-    ),
-    (
-        "HunyuanVideoFramepackTransformer3DModel",
-        "HunyuanVideoFramepackRotaryPosEmbed",
-        "history tokens take averaged cos and sin of 2x and 4x blocks: not a rotation at one position",
     ),
     (
         "SanaWMTransformer3DModel",
@@ -429,6 +414,9 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<RotaryModule> {
     if rotated < d {
         spec = spec.rotary_dim(rotated);
     }
+    if rule.pool > 1 {
+        spec = spec.pooled(rule.pool);
+    }
     if let Form::LongRope = rule.form {
         spec = spec.scaling(omnigen_scaling(keys)?);
     }
@@ -479,7 +467,16 @@ impl RotaryModule {
     ///   in the last plane);
     /// - 1-D: OmniGen (LongRoPE: set [`RopeSpec::scaling_seq_len`] to its largest position
     ///   plus one, as its module chooses between its factor lists), Stable Audio 3, LongCat
-    ///   Audio, MiniMax Music 3, Kandinsky's text and audio modules.
+    ///   Audio, MiniMax Music 3, Kandinsky's text and audio modules;
+    /// - pooled positions ([`RopeSpec::pooled`], 4 sets a token): Helios and FramePack
+    ///   (HunyuanVideo's), whose history tokens take cos and sin averaged over 2x2x2 and
+    ///   4x4x4 blocks of the grid, the edge blocks' last frame, row and column replicated:
+    ///   a token of a `k`-block gives set `j` the block's cell at offset `j mod k` on every
+    ///   axis (clamped at the edge; a full-resolution token repeats its one position);
+    /// - AnyFlow-FAR's causal module as AnyFlow's, its compressed tokens (a normalized
+    ///   average of the complex table over `k = compressed_patch_size / patch_size`
+    ///   positions) at f32 positions `k b + (k - 1) / 2`, the blocks' centres, where that
+    ///   is the same rotation (`k <= 6` on each axis, checked).
     ///
     /// The positions are the caller's, as each module's forward or pipeline makes them
     /// ([`Positions::Axes`](crate::Positions::Axes) or `FloatAxes` for axes, `[t.. | h.. |
@@ -529,9 +526,47 @@ impl RotaryModule {
                 false => Err(keys.unknown_class()),
             };
         };
+        if class == "AnyFlowFARTransformer3DModel" {
+            far_downscale(&keys)?;
+        }
         if rules.iter().any(|r| matches!(r.form, Form::Ltx(1, ..))) {
             ltx2_rope_type(&keys)?;
         }
         rules.into_iter().map(|r| read_rule(&keys, r)).collect()
     }
+}
+
+/// AnyFlow-FAR's compressed tokens take the normalized mean of `e^(i f p)` over `k`
+/// positions a block on each axis (`avg_pool1d` of its complex table, downscale `k =
+/// compressed_patch_size / patch_size`): the angle at the block's centre `k b + (k - 1) /
+/// 2` wherever `sin(k f / 2) / sin(f / 2) > 0` for its fastest frequency `f = 1`, that is
+/// `k <= 6`; a larger or zero downscale is refused.
+fn far_downscale(keys: &Keys<'_>) -> Result<[u64; 3]> {
+    let need =
+        "three positive integers, compressed_patch_size / patch_size from 1 to 6 on each axis";
+    let three = |key: &str, default: [u64; 3]| -> Result<[u64; 3]> {
+        let Some(v) = keys.0.get(key).filter(|v| !v.is_null()) else {
+            return Ok(default);
+        };
+        let list: Option<Vec<u64>> = v
+            .as_array()
+            .and_then(|a| a.iter().map(|x| x.as_u64().filter(|&n| n > 0)).collect());
+        match list.as_deref() {
+            Some(&[a, b, c]) => Ok([a, b, c]),
+            _ => Err(Keys::bad(key, need, Some(v))),
+        }
+    };
+    let (p, c) = (
+        three("patch_size", [1, 2, 2])?,
+        three("compressed_patch_size", [1, 4, 4])?,
+    );
+    let k = [c[0] / p[0], c[1] / p[1], c[2] / p[2]];
+    if k.iter().any(|&k| !(1..=6).contains(&k)) {
+        return Err(Keys::bad(
+            "compressed_patch_size",
+            need,
+            keys.0.get("compressed_patch_size"),
+        ));
+    }
+    Ok(k)
 }

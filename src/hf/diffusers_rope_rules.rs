@@ -79,6 +79,9 @@ pub(super) struct Rule {
     pub(super) theta: Theta,
     pub(super) layout: PairLayout,
     pub(super) head: Head,
+    /// Position sets a token whose cos and sin the class averages ([`RopeSpec::pool`]
+    /// (crate::RopeSpec::pool): Helios' and FramePack's history), 1 for one position.
+    pub(super) pool: u32,
 }
 
 const IL: PairLayout = PairLayout::Interleaved;
@@ -103,6 +106,7 @@ const fn rule(path: &'static str, module: &'static str, form: Form, theta: Theta
         theta,
         layout: IL,
         head: HEAD,
+        pool: 1,
     }
 }
 
@@ -110,6 +114,12 @@ const fn rule(path: &'static str, module: &'static str, form: Form, theta: Theta
 const fn with(mut r: Rule, layout: PairLayout, head: Head) -> Rule {
     r.layout = layout;
     r.head = head;
+    r
+}
+
+/// `r` over `pool` position sets a token.
+const fn pooled(mut r: Rule, pool: u32) -> Rule {
+    r.pool = pool;
     r
 }
 
@@ -279,6 +289,23 @@ fn video_rules(class: &str) -> Option<Vec<Rule>> {
         "SkyReelsV2Transformer3DModel" => vec![wan("SkyReelsV2RotaryPosEmbed")],
         "ChronoEditTransformer3DModel" => vec![wan("ChronoEditRotaryPosEmbed")],
         "AnyFlowTransformer3DModel" => vec![wan("AnyFlowRotaryPosEmbed")],
+        // The compressed tokens at their blocks' centres (see `far_downscale`).
+        "AnyFlowFARTransformer3DModel" => vec![wan("AnyFlowCausalRotaryPosEmbed")],
+        // History tokens: cos and sin averaged over 2x2x2 and 4x4x4 blocks.
+        "HeliosTransformer3DModel" => {
+            let form = Form::Axes("rope_dim", &[44, 42, 42]);
+            let r = rule(
+                "rope",
+                "HeliosRotaryPosEmbed",
+                form,
+                Theta::Key("rope_theta", 1e4),
+            );
+            vec![pooled(r, 4)]
+        }
+        "HunyuanVideoFramepackTransformer3DModel" => {
+            let r = hunyuan("HunyuanVideoFramepackRotaryPosEmbed", FLUX_AXES);
+            vec![pooled(r, 4)]
+        }
         "EasyAnimateTransformer3DModel" => {
             let r = rule(
                 "rope_embedding",

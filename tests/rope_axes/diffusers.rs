@@ -118,6 +118,17 @@ fn diffusers_rotary_modules_read_from_their_configs() {
     split["rope_type"] = serde_json::json!("neox");
     let e = RotaryModule::from_diffusers_config(&split).expect_err("unknown rope_type");
     assert!(e.to_string().contains("rope_type"), "{e}");
+    // AnyFlow-FAR's compressed tokens rotate by the centre of their block only while the
+    // block's mean of `e^(i f p)` keeps its sign: a downscale of 7 (or 0) is refused.
+    for bad in [[1, 14, 14], [1, 1, 1]] {
+        let mut far = builds["AnyFlowFARTransformer3DModel"]["config"].clone();
+        far["compressed_patch_size"] = serde_json::json!(bad);
+        let e = RotaryModule::from_diffusers_config(&far).expect_err("downscale");
+        assert!(
+            e.to_string().contains("compressed_patch_size"),
+            "{bad:?}: {e}"
+        );
+    }
     // The layered Qwen-Image builds another module: refused by its name, not read as the
     // default one.
     let mut layered = builds["QwenImageTransformer2DModel"]["config"].clone();
@@ -215,13 +226,21 @@ fn check_module(label: &str, rope: &RotaryModule, golden: &Value) {
         (None, Some(t)) => t.planes(),
         (None, None) => 1,
     };
+    // Helios' and FramePack's pooled tokens: `pool` sets of axes each, `[pool, planes, seq]`.
+    let pool = golden["pool"].as_u64().unwrap_or(1) as usize;
+    assert_eq!(rope.spec.pool as usize, pool, "{label}: pooled sets");
     let (axes_mode, rows) = (planes > 1, planes as usize);
-    let mut axes = vec![0f32; rows * n];
+    let mut axes = vec![0f32; pool * rows * n];
     for (k, p) in positions.iter().enumerate() {
-        assert!(p.len() <= rows, "{label}: {} position axes", p.len());
-        let skip = rows - p.len();
-        for (a, &v) in p.iter().enumerate() {
-            axes[(a + skip) * n + k] = v as f32;
+        let per_set = p.len() / pool;
+        assert!(
+            per_set <= rows && per_set * pool == p.len(),
+            "{label}: {p:?}"
+        );
+        let skip = rows - per_set;
+        for (i, &v) in p.iter().enumerate() {
+            let (j, a) = (i / per_set, i % per_set);
+            axes[((j * rows) + a + skip) * n + k] = v as f32;
         }
     }
     let words: Vec<u32> = axes.iter().map(|x| x.to_bits()).collect();
@@ -339,8 +358,12 @@ fn describe(r: &RotaryModule) -> String {
         0 => String::new(),
         n => format!(" after {n}"),
     };
+    let pooled = match s.pool {
+        1 => String::new(),
+        k => format!(", cos and sin the mean of {k} position sets"),
+    };
     format!(
-        "`{}`: {axes}, {base}, {layout}, {r_dim} of {} lanes{lead}, {scaling}",
+        "`{}`: {axes}, {base}, {layout}, {r_dim} of {} lanes{lead}, {scaling}{pooled}",
         r.path, r.head_dim
     )
 }

@@ -34,7 +34,12 @@ The two forms of forward:
     MiniMax H3's at float position ids, Ideogram 4's and Cosmos 3's interleaved M-RoPE at
     text ids on the diagonal and an image grid past their offsets, Qwen-Image's family at
     its centered grids with text on the diagonal, Cosmos' at a 30 fps video's frame times,
-    Lumina 2's caption and image ids, AnyFlow's full-resolution grid, EasyAnimate's float
+    Lumina 2's caption and image ids, AnyFlow's full-resolution grid, AnyFlow-FAR's causal
+    module at a six-frame video with its first three frames compressed (positions
+    `k b + (k - 1) / 2` for a downscale `k`), Helios' and HunyuanVideo FramePack's modules at
+    a three-level history (4x, 2x and full resolution frames) pooled by their own pooling
+    code into the token order of their pipelines (`pool` 4: each token's positions are four
+    sets of axes whose cos and sin the module averages), EasyAnimate's float
     crop coordinates, OmniGen's 1-D LongRoPE at positions 4 000 to 4 299
     (past its original 4 096: the long factors; the build takes factors of its own, see
     `main`) (see `run_other`); LTX-Video's, LTX-2's and SANA-WM's LTX-2 refiner's modules at
@@ -183,7 +188,87 @@ OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky6RoPE3D", "Kandinsk
          "AudioDiTRotaryEmbedding", "MiniMaxMusic3RotaryEmbedding", "MiniMaxH3RotaryPosEmbed",
          "Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding", "QwenEmbedRope", "NucleusMoEEmbedRope",
          "QwenImage21Rope", "CosmosRotaryPosEmbed", "Lumina2RotaryPosEmbed",
-         "OmniGenSuScaledRotaryEmbedding", "AnyFlowRotaryPosEmbed", "EasyAnimateRotaryPosEmbed"}
+         "OmniGenSuScaledRotaryEmbedding", "AnyFlowRotaryPosEmbed", "EasyAnimateRotaryPosEmbed",
+         "AnyFlowCausalRotaryPosEmbed", "HeliosRotaryPosEmbed", "HunyuanVideoFramepackRotaryPosEmbed"}
+
+# Modules whose history tokens take cos and sin averaged over blocks (the positions of each
+# token written as POOL sets, see `pooled_sets`).
+POOLED = {"HeliosRotaryPosEmbed", "HunyuanVideoFramepackRotaryPosEmbed"}
+POOL = 4
+
+
+def pooled_sets(frames, h, w, k):
+    """The tokens of the k x k x k blocks of a `len(frames) x h x w` grid, row-major, as
+    `pad_for_3d_conv` and `avg_pool3d` make them (the last frame, row and column replicated
+    to fill the edge blocks): each token's POOL position sets `(t, row, column)`, set `j`
+    at offset `j mod k` of the block on every axis (a pair reads one axis, so the mean over
+    the block's k^3 cells is the mean over its axis's k values). k = 1: the grid itself,
+    each token's one position repeated."""
+    n = len(frames)
+    out = []
+    for bt in range(-(-n // k)):
+        for bh in range(-(-h // k)):
+            for bw in range(-(-w // k)):
+                sets = []
+                for j in range(POOL):
+                    o = j % k
+                    sets += [float(frames[min(k * bt + o, n - 1)]), float(min(k * bh + o, h - 1)),
+                             float(min(k * bw + o, w - 1))]
+                out.append(sets)
+    return out
+
+
+def run_pooled(module, name):
+    """Helios' and FramePack's history: 4x tokens of 6 frames (0..5) and 2x tokens of 3 frames
+    (6..8) of a 15 x 26 patch grid, each pooled by its transformer's own code (Helios'
+    `pad_for_3d_conv` and `center_down_sample_3d`, FramePack's `_pad_rotary_emb`), then the
+    full-resolution tokens of 3 frames (9..11), in the transformers' order (4x, 2x, full)."""
+    from diffusers.models.transformers import transformer_helios as helios
+    from diffusers.models.transformers import transformer_hunyuan_video_framepack as framepack
+    cpu = torch.device("cpu")
+    h, w = 15, 26
+    parts = [(list(range(0, 6)), 4), (list(range(6, 9)), 2), (list(range(9, 12)), 1)]
+    cos, sin, positions = [], [], []
+    for frames, k in parts:
+        idx = torch.tensor([frames])
+        if name == "HeliosRotaryPosEmbed":
+            emb = module(frame_indices=idx, height=h, width=w, device=cpu)
+            if k > 1:
+                emb = helios.center_down_sample_3d(helios.pad_for_3d_conv(emb, (k,) * 3), (k,) * 3)
+            table = emb.flatten(2).transpose(1, 2)[0]
+            c, s = table.chunk(2, dim=-1)
+        else:
+            p = module.patch_size
+            emb = module(frame_indices=idx[0], height=h * p, width=w * p, device=cpu)
+            if k > 1:
+                emb = framepack.HunyuanVideoFramepackTransformer3DModel._pad_rotary_emb(
+                    None, emb, h, w, (k,) * 3)
+            c, s = emb
+        cos.append(c)
+        sin.append(s)
+        positions += pooled_sets(frames, h, w, k)
+    return positions, (torch.cat(cos), torch.cat(sin))
+
+
+def run_far(module):
+    """AnyFlow-FAR's causal module on 6 frames of a 30 x 52 patch grid, the first 3 frames
+    compressed (its `compressed_frame_shape`, the grid over the downscale
+    `compressed_patch_size / patch_size`), the forward's own `far_cfg` path. Positions: a
+    compressed token of block `b` on an axis of downscale `k` at the block's centre `k b +
+    (k - 1) / 2` (the angle of the normalized mean of `e^(i f p)` over the block when every
+    `sin(k f / 2) / sin(f / 2) > 0`); the full tokens at their grid's."""
+    f, h, w, compressed = 6, 30, 52, 3
+    k = [c // p for c, p in zip(module.compressed_patch_size, module.patch_size)]
+    ch, cw = -(-h // k[1]), -(-w // k[2])
+    cfg = dict(total_frames=f, full_frame_shape=(h, w), compressed_frame_shape=(ch, cw),
+               num_compressed_frames=compressed)
+    out = module(cfg, torch.device("cpu"))["query"][0, 0]
+    centre = [(kk - 1) / 2 for kk in k]
+    positions = [[t * k[0] + centre[0], a * k[1] + centre[1], b * k[2] + centre[2]]
+                 for t in range(compressed) for a in range(ch) for b in range(cw)]
+    positions += [[float(t), float(a), float(b)] for t in range(compressed, f) for a in range(h)
+                  for b in range(w)]
+    return positions, out
 
 
 # LTX's modules: rising frequencies over the inner dimension, `dim % (2 axes)` leading lanes.
@@ -299,6 +384,10 @@ def run_other(module, name, config):
         out = module._forward_full_frame(f, h, w, torch.device("cpu"))
         return [[float(a), float(b), float(c)] for a in range(f) for b in range(h)
                 for c in range(w)], out
+    if name in POOLED:
+        return run_pooled(module, name)
+    if name == "AnyFlowCausalRotaryPosEmbed":
+        return run_far(module)
     if name == "OmniGenSuScaledRotaryEmbedding":
         ids = torch.arange(4000, 4300)[None]
         return [[float(i)] for i in range(4000, 4300)], module(torch.empty(1, 300, 4), ids)
@@ -356,8 +445,13 @@ def golden(label, path, module, config):
     rng = random.Random(f"rope-configs-{label}-{path}")
     s = len(positions)
     rows = sorted({0, s - 1} | {rng.randrange(s) for _ in range(SAMPLES - 2)})
+    pooled = name in POOLED
+    if pooled or name == "AnyFlowCausalRotaryPosEmbed":
+        # As many again among the history (or compressed) tokens, the first 264 or 1170.
+        rows = sorted(set(rows) | {rng.randrange(264 if pooled else 1170) for _ in range(SAMPLES)})
     return dict(path=path, module=name, form=form, layout=layout, lead=lead, pairs=cos.shape[-1],
                 **({"heads": cos.shape[1]} if per_head else {}),
+                **({"pool": POOL} if pooled else {}),
                 rows=rows, positions=[positions[r] for r in rows],
                 cos=[cos[r].tolist() for r in rows], sin=[sin[r].tolist() for r in rows])
 
@@ -367,6 +461,9 @@ def build(cls, kwargs, label):
         model = cls(**kwargs)
     config = dict(model.config)
     config["_class_name"] = cls.__name__
+    # A set in diffusers' config: sorted so that the output is the same from run to run.
+    if "_use_default_values" in config:
+        config["_use_default_values"] = sorted(config["_use_default_values"])
     mods = [(p, m) for p, m in model.named_modules() if hasattr(m, "_posenc_args")]
     # Rotary embedders that are plain objects, not modules (Z-Image's `RopeEmbedder`).
     mods += [(p, m) for p, m in vars(model).items()
