@@ -45,6 +45,8 @@ use wgpu_posenc::{
 /// errors).
 static CALLS: AtomicU32 = AtomicU32::new(0);
 static CHECKED: AtomicU32 = AtomicU32::new(0);
+/// Of those compared, the calls with pooled sets of positions.
+static POOLED: AtomicU32 = AtomicU32::new(0);
 /// The same (calls, checked) for the fused calls, angle words, exported bindings and grids.
 static FUSED: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
 static WORDS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
@@ -324,6 +326,10 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                         }
                         let four = spec.mrope.is_some_and(|m| m.fourth > 0);
                         let planes = if four && seed % 7 != 0 { 4 } else { 3 };
+                        // Pooled sets of axes (Helios' history tokens), bad pools too.
+                        let pool = [1, 1, 1, 1, 1, 2, 4, 8, 3, 0][(seed >> 24) as usize % 10];
+                        spec = spec.pooled(pool);
+                        let planes = planes * u64::from(pool.max(1));
                         if pos_kind == 7 {
                             // f32 axes; bad values only where the host sees them.
                             let host = matches!(entry, Entry::RopeHost);
@@ -335,6 +341,11 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                         }
                     }
                 };
+                // A pool without position axes, which must be refused.
+                let axes = matches!(positions, Pos::Axes(_) | Pos::FloatAxes(_));
+                if !axes && seed % 19 == 0 {
+                    spec = spec.pooled(4);
+                }
                 Case {
                     entry,
                     layout,
@@ -377,6 +388,16 @@ fn refuses_order(case: &Case, ran: bool) -> Result<(), String> {
         && (blocks == 0 || (blocks > 1 && case.spec.pair_layout != PairLayout::HalfSplit))
     {
         return Err(format!("{:?} ran with {blocks} pair blocks", case.entry));
+    }
+    // Pools of 1, 2, 4 or 8 sets, over position axes, without a learned table or a cache.
+    let pool = case.spec.pool;
+    let pooled_ok = pool == 1
+        || ([2, 4, 8].contains(&pool)
+            && case.spec.mrope.is_some()
+            && case.spec.learned.is_none()
+            && !matches!(case.entry, Entry::RopeCache));
+    if ran && rope && !pooled_ok {
+        return Err(format!("{:?} ran with a pool of {pool}", case.entry));
     }
     Ok(())
 }
@@ -500,6 +521,9 @@ fn run(case: &Case) -> Result<(), String> {
     let checked = run_case(case)?;
     if checked {
         CHECKED.fetch_add(1, Ordering::Relaxed);
+        if case.spec.pool > 1 {
+            POOLED.fetch_add(1, Ordering::Relaxed);
+        }
     }
     Ok(())
 }
@@ -694,8 +718,9 @@ fn run_case(case: &Case) -> Result<bool, String> {
                     f64::from(case.scale),
                 ),
             }
-            check(&before, &got_x, &want_x, dtype, false)?;
-            check(&before_y, &got_y, &want_y, dtype, false).map(|()| true)
+            let bf16_cos_sin = case.spec.cos_sin_bf16;
+            check(&before, &got_x, &want_x, dtype, bf16_cos_sin)?;
+            check(&before_y, &got_y, &want_y, dtype, bf16_cos_sin).map(|()| true)
         }
     }
 }
@@ -771,7 +796,11 @@ proptest! {
         }
         let n = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
         if n.is_multiple_of(1000) {
-            eprintln!("{n} calls, {} compared with the reference", CHECKED.load(Ordering::Relaxed));
+            eprintln!(
+                "{n} calls, {} compared with the reference ({} pooled)",
+                CHECKED.load(Ordering::Relaxed),
+                POOLED.load(Ordering::Relaxed)
+            );
         }
     }
 }

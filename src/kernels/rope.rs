@@ -167,8 +167,9 @@ impl Passes {
     }
 }
 
-/// An output order other than the pairs' own needs an output buffer (whatever the views: an
-/// empty call is refused too).
+/// What a spec refuses of a call's shape, whatever the views (an empty call is refused too):
+/// an output order other than the pairs' own needs an output buffer, leading lanes rotate in
+/// place, pooled positions take no cos/sin cache.
 fn check_order(spec: &RopeSpec, call: &RopeCall<'_>) -> Result<()> {
     if spec.output_order == OutputOrder::PairHalves && (call.output.is_none() || call.k.is_some()) {
         return Err(Error::PairHalvesInPlace {
@@ -179,6 +180,12 @@ fn check_order(spec: &RopeSpec, call: &RopeCall<'_>) -> Result<()> {
         return Err(Error::Unsupported(
             "leading lanes (RopeSpec::leading_lanes) rotate in place: copy the tensor, then \
              rotate the copy",
+        ));
+    }
+    if spec.pool > 1 && call.cache.is_some() {
+        return Err(Error::Unsupported(
+            "a cos/sin cache has one row a position: pooled positions (RopeSpec::pooled) \
+             take the angles from the frequencies",
         ));
     }
     Ok(())
@@ -375,12 +382,6 @@ impl Rope {
             return Err(Error::PositionsMismatch(
                 "a cos/sin cache has a row per integer position: f32 positions take the \
                  angles from the frequencies",
-            ));
-        }
-        if self.spec.pool > 1 {
-            return Err(Error::Unsupported(
-                "a cos/sin cache has one row a position: pooled positions (RopeSpec::pooled) \
-                 take the angles from the frequencies",
             ));
         }
         let layout = call.tensor.layout;
