@@ -935,6 +935,11 @@ fn recorded() -> &'static Recorder {
         let float_axes4: Vec<u32> = (0..4 * 2 * 11)
             .map(|i| ((i % 29) as f32 * 0.5 - 3.0).to_bits())
             .collect();
+        // Pooled history tokens (Helios'): 4 sets of three f32 axes, then 2 sets of u32 axes.
+        let pooled_f32: Vec<u32> = (0..4 * 3 * 2 * 11)
+            .map(|i| ((i % 37) as f32 * 0.75 - 5.0).to_bits())
+            .collect();
+        let pooled_u32: Vec<u32> = (0..2 * 3 * 2 * 11).map(|i| (i * 53) % 2000).collect();
         // Short factors of 0.003 raise every frequency 333-fold.
         let mut fast = RopeSpec::new()
             .frequency_unit(FrequencyUnit::Revolutions)
@@ -1123,6 +1128,27 @@ fn recorded() -> &'static Recorder {
                     )),
                 Layout::bhsd([2, 2, 11, 64]),
                 HostPositions::FloatAxes(&float_axes),
+            ),
+            (
+                "rope with cos and sin the mean of 4 sets of three f32 axes (Helios' pooled \
+                 history tokens)",
+                RopeSpec::new()
+                    .pair_layout(PairLayout::Interleaved)
+                    .axes_rope([10, 11, 11])
+                    .pooled(4),
+                Layout::bshd(Dims {
+                    batch: 2,
+                    heads: 2,
+                    seq: 11,
+                    head_dim: 64,
+                }),
+                HostPositions::FloatAxes(&pooled_f32),
+            ),
+            (
+                "rope with cos and sin the mean of 2 sets of u32 axes",
+                RopeSpec::new().axes_rope([0, 16, 16]).pooled(2),
+                Layout::bhsd([2, 2, 11, 64]),
+                HostPositions::Axes(&pooled_u32),
             ),
         ];
         for (name, spec, layout, host) in &f32_cases {
