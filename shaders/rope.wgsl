@@ -124,10 +124,26 @@ fn copy_tail(e: u32, e2: u32, k: u32) {
     }
 }
 
-// Out of place: rotate pair group g of the source row at e2 into the destination row at e.
-fn rotate_into(e: u32, e2: u32, g: u32, r: Rotation) {
+// Each element of a pair at its own angle (RopeSpec::table_layout: a model's table laid out
+// for the other pair layout): the first elements by the row's pair groups' frequencies, the
+// second by the `params.groups` groups after them. Set with one group an invocation.
+override LANE_ANGLES: bool = false;
+
+// Turns pair group g of the row at e of view v: the first elements by ra, the second by rb
+// (rb is ra but where LANE_ANGLES is set).
+fn turn(v: u32, e: u32, g: u32, ra: Rotation, rb: Rotation) {
+    if LANE_ANGLES {
+        let p = load_pairs(v, e, g);
+        store_pairs(v, e, g, Pairs(p.a * ra.c - p.b * ra.s, p.a * rb.s + p.b * rb.c));
+        return;
+    }
+    rotate_pairs(v, e, g, ra.c, ra.s);
+}
+
+// Out of place: turn pair group g of the source row at e2 into the destination row at e.
+fn rotate_into(e: u32, e2: u32, g: u32, ra: Rotation, rb: Rotation) {
     let p = load_pairs(VIEW_B, e2, g);
-    store_out_pairs(VIEW_A, e, g, Pairs(p.a * r.c - p.b * r.s, p.a * r.s + p.b * r.c));
+    store_out_pairs(VIEW_A, e, g, Pairs(p.a * ra.c - p.b * ra.s, p.a * rb.s + p.b * rb.c));
 }
 
 @compute @workgroup_size(64)
@@ -149,6 +165,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if two && DENSE == 0u {
         r1 = rotation(w, g0 + 1u);
     }
+    // The second elements' rotation (LANE_ANGLES), else the pair's.
+    var q0 = r0;
+    if LANE_ANGLES {
+        q0 = rotation(w, g0 + params.groups);
+    }
     var e = row_start(w);
     var e2 = row_start2(w);
     for (var h = 0u; h < params.n_h; h++) {
@@ -158,14 +179,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             rb = head_rotation(w, g0 + 1u, params.dense_h0, h, r1);
         }
         if SECOND == 2u {
-            rotate_into(e, e2, g0, ra);
+            rotate_into(e, e2, g0, ra, q0);
             if two {
-                rotate_into(e, e2, g0 + 1u, rb);
+                rotate_into(e, e2, g0 + 1u, rb, rb);
             }
             copy_tail(e, e2, w.g);
             e2 += params.stride2_h;
         } else {
-            rotate_pairs(VIEW_A, e, g0, ra.c, ra.s);
+            turn(VIEW_A, e, g0, ra, q0);
             if two {
                 rotate_pairs(VIEW_A, e, g0 + 1u, rb.c, rb.s);
             }
@@ -179,7 +200,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             if two {
                 rb = head_rotation(w, g0 + 1u, params.dense_h0_b, h, r1);
             }
-            rotate_pairs(VIEW_B, e2, g0, ra.c, ra.s);
+            turn(VIEW_B, e2, g0, ra, q0);
             if two {
                 rotate_pairs(VIEW_B, e2, g0 + 1u, rb.c, rb.s);
             }

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::frequencies::Scaling;
 use crate::positions::HostPositions;
 use crate::sinusoid::{SinusoidalSpec, Timescales};
-use crate::spec::RopeSpec;
+use crate::spec::{PairLayout, RopeSpec};
 use crate::tensor::Layout;
 
 mod pair_angles;
@@ -112,6 +112,21 @@ pub struct HostCache<'a> {
     pub sin_offset: u64,
 }
 
+/// Where the model's table is laid out for the other pair layout
+/// ([`RopeSpec::table_layout`]), the pair whose angle lane `lane` of the rotated lanes `r`
+/// takes: the pair at its place in that table, block by block (`[t0, t0, t1, t1, ..]`
+/// interleaved, `[t0, t1, .., t0, t1, ..]` half-split); `None`: its own pair's.
+fn table_pair(spec: &RopeSpec, r: u64, lane: u64) -> Option<usize> {
+    let table = spec.table_layout.filter(|&t| t != spec.pair_layout)?;
+    let per_block = (r / 2) / spec.pair_blocks.max(1);
+    let (block, at) = (lane / (2 * per_block), lane % (2 * per_block));
+    let place = match table {
+        PairLayout::Interleaved => at / 2,
+        PairLayout::HalfSplit => at % per_block,
+    };
+    Some((block * per_block + place) as usize)
+}
+
 /// RoPE in place over `x` (every option of [`RopeSpec`]); panics on a malformed spec or
 /// short slice, as a test oracle should.
 pub fn rope(spec: &RopeSpec, layout: &Layout, x: &mut [f64], positions: HostPositions<'_>) {
@@ -162,8 +177,10 @@ pub fn rope_out(
                 dst[row.1..row.1 + lead].copy_from_slice(&src[row.0..row.0 + lead]);
                 let (from, to) = (row.0 + lead, row.1 + lead);
                 for j in 0..freqs.len() {
-                    let (sin, cos) = angles.sincos(j, h, b, s);
                     let (i0, i1) = spec.pair_elements(r, j as u64);
+                    // Each element at the angle of its lane's place in the model's table.
+                    let (sin, cos) = angles.sincos(table_pair(spec, r, i0).unwrap_or(j), h, b, s);
+                    let (sin1, cos1) = angles.sincos(table_pair(spec, r, i1).unwrap_or(j), h, b, s);
                     let (x0, x1) = (src[from + i0 as usize], src[from + i1 as usize]);
                     // Each element to the lane the output order gives it.
                     let (o0, o1) = (
@@ -171,7 +188,7 @@ pub fn rope_out(
                         spec.output_order.lane(r, i1) as usize,
                     );
                     dst[to + o0] = x0 * cos - x1 * sin;
-                    dst[to + o1] = x0 * sin + x1 * cos;
+                    dst[to + o1] = x0 * sin1 + x1 * cos1;
                 }
                 let tail = r as usize..d as usize - lead;
                 dst[to + tail.start..to + tail.end]

@@ -1,5 +1,7 @@
 //! What to compute: plain data describing each encoding, validated once at the boundary.
 
+mod table_layout;
+
 use crate::error::{Error, Result};
 use crate::frequencies::Scaling;
 use crate::learned::LearnedFrequencies;
@@ -152,6 +154,17 @@ pub struct RopeSpec {
     /// compute it. Position axes only ([`RopeSpec::mrope`], [`RopeSpec::axes_rope`] and the
     /// others), without a learned table or a cos/sin cache; not in the fused call.
     pub pool: u32,
+    /// The pair layout the model's cos and sin tables are laid out for, where it is not
+    /// [`RopeSpec::pair_layout`] (`None`: the same): each lane then turns by the angle its
+    /// place in such a table gives, within each of [`RopeSpec::pair_blocks`] blocks. diffusers'
+    /// ERNIE-Image builds `[t0, t0, t1, t1, ..]` for interleaved pairs and applies it with
+    /// `rotate_half` (half-split pairs, table [`PairLayout::Interleaved`]); transformers'
+    /// V-JEPA 2 tiles `[t.., t..]` per axis and applies it to interleaved pairs (table
+    /// [`PairLayout::HalfSplit`], one block an axis). The two elements of a pair then turn by
+    /// different angles: not a rotation, reproduced as the models compute it. Not with a
+    /// learned table, the inverse, a cos/sin cache or HF's pair-halves output; not in the
+    /// fused call. See [`RopeSpec::lane_angle`].
+    pub table_layout: Option<PairLayout>,
 }
 
 impl Default for RopeSpec {
@@ -172,6 +185,7 @@ impl Default for RopeSpec {
             learned: None,
             cos_sin_bf16: false,
             pool: 1,
+            table_layout: None,
         }
     }
 }
@@ -350,6 +364,12 @@ impl RopeSpec {
                  (RopeSpec::cos_sin_bf16) through encode_rope",
             ),
             (
+                self.lane_angles(),
+                "the fused QKV call turns both elements of a pair by one angle: take a table \
+                 laid out for the other pair layout (RopeSpec::table_layout) through \
+                 encode_rope",
+            ),
+            (
                 self.pool > 1,
                 "the fused QKV call rotates each token at one position: average cos and sin \
                  over pooled positions (RopeSpec::pooled) through encode_rope",
@@ -510,6 +530,7 @@ impl RopeSpec {
         }
         self.check_blocks(r)?;
         self.check_pool()?;
+        self.check_table_layout()?;
         if let Some(t) = &self.learned {
             t.check(r / 2)?;
             if self.mrope.is_some() || self.scaling != Scaling::Default {
@@ -563,7 +584,7 @@ impl RopeSpec {
                 need: "at least 1, dividing the rotated pairs (rotary_dim / 2)",
             });
         }
-        if n > 1 && self.pair_layout != PairLayout::HalfSplit {
+        if n > 1 && self.pair_layout != PairLayout::HalfSplit && !self.lane_angles() {
             return Err(Error::Unsupported(
                 "pair blocks (RopeSpec::pair_blocks) split half-split pairs; interleaved \
                  pairs are the same in any block",

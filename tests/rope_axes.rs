@@ -23,6 +23,8 @@ mod learned;
 mod pooled;
 #[path = "rope_axes/rising.rs"]
 mod rising;
+#[path = "rope_axes/table_layout.rs"]
+mod table_layout;
 #[path = "rope_axes/timm.rs"]
 mod timm;
 #[cfg(feature = "hf-config")]

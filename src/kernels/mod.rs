@@ -192,6 +192,9 @@ pub struct Specialization {
     /// Position sets a token whose cos and sin are averaged ([`crate::RopeSpec::pool`]; RoPE
     /// only), 1 for one position.
     pub pool: u8,
+    /// Each element of a pair at its own angle: two angles a pair, the second set of
+    /// frequencies after the first ([`crate::RopeSpec::table_layout`]; RoPE only).
+    pub lane_angles: bool,
 }
 
 impl Specialization {
@@ -228,6 +231,7 @@ impl Specialization {
             dense: 0,
             cos_sin_bf16: false,
             pool: 1,
+            lane_angles: false,
         }
     }
 
@@ -356,6 +360,10 @@ impl Specialization {
         if self.pool > 1 && self.kernel() == Kernel::Rope {
             constants.push(("POOL", f64::from(self.pool)));
         }
+        // Declared by the RoPE kernel (shaders/rope.wgsl), set where on.
+        if self.lane_angles && self.kernel() == Kernel::Rope {
+            constants.push(("LANE_ANGLES", 1.0));
+        }
         match self.op {
             Op::Rope { second, .. } => constants.push((
                 "SECOND",
@@ -435,10 +443,16 @@ impl Specialization {
                                         });
                                     }
                                 }
-                                // Cos and sin rounded to bf16, with K and out of place.
+                                // Cos and sin rounded to bf16, and each element at its
+                                // own angle, with K and out of place.
                                 for second in [Second::InPlace, Second::Source] {
                                     all.push(Specialization {
                                         cos_sin_bf16: true,
+                                        ..plain.with_second(second)
+                                    });
+                                    all.push(Specialization {
+                                        lane_angles: true,
+                                        positions: PositionMode::FloatAxes,
                                         ..plain.with_second(second)
                                     });
                                 }

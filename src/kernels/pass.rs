@@ -552,7 +552,8 @@ fn shares_binding(pass: &PairPass<'_>) -> bool {
 /// `shaders/rope.wgsl`), else one.
 fn span(pass: &PairPass<'_>) -> u64 {
     let groups = pass.pairs / pass.spec.width.pairs();
-    if pass.spec.width == Width::X4 && groups.is_multiple_of(2) {
+    // Each element at its own angle: one group, its second rotation from the groups after.
+    if pass.spec.width == Width::X4 && groups.is_multiple_of(2) && !pass.spec.lane_angles {
         2
     } else {
         1

@@ -12,7 +12,7 @@ use super::device::Passes;
 use crate::dd::Dd;
 use crate::error::{Error, Result};
 use crate::positions::Positions;
-use crate::spec::{OutputOrder, RopeSpec};
+use crate::spec::{OutputOrder, PairLayout, RopeSpec};
 use crate::tensor::{ArrayView, CosSinCache, Layout, TensorView};
 
 /// Everything one RoPE call touches, beyond the spec.
@@ -182,6 +182,12 @@ fn check_order(spec: &RopeSpec, call: &RopeCall<'_>) -> Result<()> {
              rotate the copy",
         ));
     }
+    if spec.lane_angles() && call.cache.is_some() {
+        return Err(Error::Unsupported(
+            "a cos/sin cache has one angle a pair: a table laid out for the other pair layout \
+             (RopeSpec::table_layout) takes the angles from the frequencies",
+        ));
+    }
     if spec.pool > 1 && call.cache.is_some() {
         return Err(Error::Unsupported(
             "a cos/sin cache has one row a position: pooled positions (RopeSpec::pooled) \
@@ -189,6 +195,18 @@ fn check_order(spec: &RopeSpec, call: &RopeCall<'_>) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The frequencies and third words of each pair's first elements, then of its second ones
+/// (the pairs of their lanes' places in the model's table, [`RopeSpec::lane_angle`]).
+fn lane_frequencies(spec: &RopeSpec, r: u64, inv_freq: &[Dd], axes: &[u32]) -> (Vec<Dd>, Vec<u32>) {
+    let pairs = spec.element_angle_pairs(r);
+    let first = pairs.iter().map(|p| p.0 as usize);
+    let order: Vec<usize> = first.chain(pairs.iter().map(|p| p.1 as usize)).collect();
+    (
+        order.iter().map(|&j| inv_freq[j]).collect(),
+        order.iter().map(|&j| axes[j]).collect(),
+    )
 }
 
 /// The same view from lane `lead` of each row: the rotated lanes and the tail after them.
@@ -305,6 +323,11 @@ impl Rope {
             (None, true) => float_axis_words(&angles.inv_freq, &self.axes)?,
             (None, false) => None,
         };
+        let axes = whole.as_deref().unwrap_or(&self.axes);
+        let lanes = self
+            .spec
+            .lane_angles()
+            .then(|| lane_frequencies(&self.spec, self.rotary_dim, &angles.inv_freq, axes));
         let layouts: Vec<&Layout> = views.iter().map(|v| &v.layout).collect();
         let (a, second, b) = match (&call.k, &call.output) {
             (Some(k), _) => (&call.tensor, Second::InPlace, Some(k)),
@@ -312,9 +335,11 @@ impl Rope {
             (None, None) => (&call.tensor, Second::None, None),
         };
         let pair_halves = self.spec.output_order == OutputOrder::PairHalves;
-        // Pairs per half-split block, where there is more than one block.
+        // Pairs per half-split block, where there is more than one block (interleaved pairs
+        // in blocks of a table's layout are the same pairs).
         let block = match self.spec.pair_blocks {
             0 | 1 => 0,
+            _ if self.spec.pair_layout == PairLayout::Interleaved => 0,
             n => self.rotary_dim / 2 / n,
         };
         fn view<'v>(v: &TensorView<'v>) -> PassView<'v> {
@@ -333,6 +358,7 @@ impl Rope {
                 blocks: block > 0,
                 dense: self.spec.learned.as_ref().map_or(0, |t| t.axes as u8),
                 cos_sin_bf16: self.spec.cos_sin_bf16,
+                lane_angles: lanes.is_some(),
                 ..Specialization::new(
                     Kernel::Rope,
                     self.spec.pair_layout,
@@ -355,8 +381,8 @@ impl Rope {
             half: self.rotary_dim / 2,
             block,
             dense_heads: self.spec.learned.as_ref().map_or(0, |t| t.heads),
-            inv_freq: &angles.inv_freq,
-            axes: whole.as_deref().unwrap_or(&self.axes),
+            inv_freq: lanes.as_ref().map_or(&angles.inv_freq, |l| &l.0),
+            axes: lanes.as_ref().map_or(axes, |l| &l.1),
             positions,
             // A cache holds the final cos and sin, the attention factor included, as HF's
             // rotary modules and vLLM's cos_sin_cache build them.
