@@ -45,18 +45,11 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
 /// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 2] = [
-    (
-        "ErnieImageTransformer2DModel",
-        "ErnieImageEmbedND3",
-        "angles repeated per pair (interleaved) but applied with rotate-half: the two elements of a pair turn by different angles, not a rotation",
-    ),
-    (
-        "SanaWMTransformer3DModel",
-        "SanaWMRotaryPosEmbed",
-        "its camera branch re-slices the table for a half-width head (the first lists of each axis): not read yet",
-    ),
-];
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 1] = [(
+    "SanaWMTransformer3DModel",
+    "SanaWMRotaryPosEmbed",
+    "its camera branch re-slices the table for a half-width head (the first lists of each axis): not read yet",
+)];
 
 /// A rotary module of a diffusers transformer ([`RotaryModule::from_diffusers_config`]) or
 /// of a transformers vision tower ([`RotaryModule::from_hf_vision_config`]): what it
@@ -414,6 +407,9 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<RotaryModule> {
     if rotated < d {
         spec = spec.rotary_dim(rotated);
     }
+    if let Some(table) = rule.table {
+        spec = spec.table_layout(table);
+    }
     if rule.pool > 1 {
         spec = spec.pooled(rule.pool);
     }
@@ -473,6 +469,8 @@ impl RotaryModule {
     ///   4x4x4 blocks of the grid, the edge blocks' last frame, row and column replicated:
     ///   a token of a `k`-block gives set `j` the block's cell at offset `j mod k` on every
     ///   axis (clamped at the edge; a full-resolution token repeats its one position);
+    /// - a table laid out for interleaved pairs under `rotate_half`
+    ///   ([`RopeSpec::table_layout`]): ERNIE-Image;
     /// - AnyFlow-FAR's causal module as AnyFlow's, its compressed tokens (a normalized
     ///   average of the complex table over `k = compressed_patch_size / patch_size`
     ///   positions) at f32 positions `k b + (k - 1) / 2`, the blocks' centres, where that

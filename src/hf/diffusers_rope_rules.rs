@@ -82,6 +82,9 @@ pub(super) struct Rule {
     /// Position sets a token whose cos and sin the class averages ([`RopeSpec::pool`]
     /// (crate::RopeSpec::pool): Helios' and FramePack's history), 1 for one position.
     pub(super) pool: u32,
+    /// The layout the class lays its cos and sin out for where it is not its pairs'
+    /// ([`RopeSpec::table_layout`](crate::RopeSpec::table_layout): ERNIE-Image's).
+    pub(super) table: Option<PairLayout>,
 }
 
 const IL: PairLayout = PairLayout::Interleaved;
@@ -107,6 +110,7 @@ const fn rule(path: &'static str, module: &'static str, form: Form, theta: Theta
         layout: IL,
         head: HEAD,
         pool: 1,
+        table: None,
     }
 }
 
@@ -120,6 +124,12 @@ const fn with(mut r: Rule, layout: PairLayout, head: Head) -> Rule {
 /// `r` over `pool` position sets a token.
 const fn pooled(mut r: Rule, pool: u32) -> Rule {
     r.pool = pool;
+    r
+}
+
+/// `r` with its cos and sin laid out for `table`.
+const fn tabled(mut r: Rule, table: PairLayout) -> Rule {
+    r.table = Some(table);
     r
 }
 
@@ -291,6 +301,18 @@ fn video_rules(class: &str) -> Option<Vec<Rule>> {
         "AnyFlowTransformer3DModel" => vec![wan("AnyFlowRotaryPosEmbed")],
         // The compressed tokens at their blocks' centres (see `far_downscale`).
         "AnyFlowFARTransformer3DModel" => vec![wan("AnyFlowCausalRotaryPosEmbed")],
+        // Angles `[t0, t0, t1, t1, ..]` (for interleaved pairs) under `rotate_half`.
+        "ErnieImageTransformer2DModel" => {
+            let theta = Theta::Key("rope_theta", 256.0);
+            let r = rule(
+                "pos_embed",
+                "ErnieImageEmbedND3",
+                Form::Axes("rope_axes_dim", Z_AXES),
+                theta,
+            );
+            let head = Head::Over("hidden_size", 3072, "num_attention_heads", 24);
+            vec![tabled(with(r, HS, head), IL)]
+        }
         // History tokens: cos and sin averaged over 2x2x2 and 4x4x4 blocks.
         "HeliosTransformer3DModel" => {
             let form = Form::Axes("rope_dim", &[44, 42, 42]);

@@ -204,6 +204,8 @@ fn check_module(label: &str, rope: &RotaryModule, golden: &Value) {
         _ => PairLayout::HalfSplit,
     };
     assert_eq!(rope.spec.pair_layout, layout, "{label}");
+    let table = golden["table"].as_str().map(|_| PairLayout::Interleaved);
+    assert_eq!(rope.spec.table_layout, table, "{label}: the table's layout");
     let pairs = u(&golden["pairs"]);
     // LTX's leading lanes, before the rotated pairs.
     let lead = golden["lead"].as_u64().unwrap_or(0);
@@ -292,15 +294,18 @@ fn check_module(label: &str, rope: &RotaryModule, golden: &Value) {
             let row = (k * heads as usize + h) * d as usize;
             let x = &q[row..row + d as usize];
             let mut out: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+            // ERNIE-Image's cos and sin a lane (`table`), else a pair.
+            let lanes = golden.get("table").is_some();
             for j in 0..pairs as usize {
                 let (i0, i1) = match layout {
                     PairLayout::Interleaved => (2 * j, 2 * j + 1),
                     PairLayout::HalfSplit => (j, j + pairs as usize),
                 };
+                let (k0, k1) = if lanes { (i0, i1) } else { (j, j) };
                 let (i0, i1) = (i0 + lead as usize, i1 + lead as usize);
                 let (a, b) = (f64::from(x[i0]), f64::from(x[i1]));
-                out[i0] = a * c[j] - b * s[j];
-                out[i1] = a * s[j] + b * c[j];
+                out[i0] = a * c[k0] - b * s[k0];
+                out[i1] = a * s[k1] + b * c[k1];
             }
             let e = out
                 .iter()
@@ -358,12 +363,17 @@ fn describe(r: &RotaryModule) -> String {
         0 => String::new(),
         n => format!(" after {n}"),
     };
+    let table = match s.table_layout {
+        Some(PairLayout::Interleaved) => ", cos and sin a lane laid out for interleaved pairs",
+        Some(PairLayout::HalfSplit) => ", cos and sin a lane laid out for half-split pairs",
+        None => "",
+    };
     let pooled = match s.pool {
         1 => String::new(),
         k => format!(", cos and sin the mean of {k} position sets"),
     };
     format!(
-        "`{}`: {axes}, {base}, {layout}, {r_dim} of {} lanes{lead}, {scaling}{pooled}",
+        "`{}`: {axes}, {base}, {layout}, {r_dim} of {} lanes{lead}, {scaling}{pooled}{table}",
         r.path, r.head_dim
     )
 }

@@ -23,7 +23,9 @@ The two forms of forward:
   - `ids`: the module takes position ids `[tokens, axes]` (FLUX's `FluxPosEmbed` and its
     copies, the `EmbedND`s, Z-Image's `RopeEmbedder`): the ids given are the pipelines' kind,
     8 text tokens of zeros, then a 1 x 24 x 40 image grid `(0, row, column)` (a fourth axis,
-    FLUX.2's, is zero), and 8 tokens at the grid's far corner + 5 on every axis;
+    FLUX.2's, is zero), and 8 tokens at the grid's far corner + 5 on every axis (ERNIE-Image's
+    angles, a lane each, `[t0, t0, t1, t1, ..]` under `rotate_half`, recorded as a cos and a
+    sin a lane, `table` "interleaved");
   - `grid`: the module takes the latent (`hidden_states`, `[1, C, F, H, W]` or `[1, C, H,
     W]`) and makes the positions itself, a patch grid of 21 x 30 x 52 tokens (Wan 480p's) or
     64 x 64 (a 1024 x 1024 image); the positions written are the grid's indices as the
@@ -152,7 +154,7 @@ def run_ids(module):
     ids = ids_positions(axes)
     # Z-Image's `RopeEmbedder` indexes its tables by integer ids; HiDream's takes a batch.
     given = ids.long() if type(module).__name__ == "RopeEmbedder" else ids
-    if type(module).__name__ == "HiDreamImageEmbedND":
+    if type(module).__name__ in ("HiDreamImageEmbedND", "ErnieImageEmbedND3"):
         given = ids[None]
     return ids.tolist(), module(given)
 
@@ -428,7 +430,14 @@ def golden(label, path, module, config):
     else:
         return None
     per_head = name in LTX and getattr(cpu, "rope_type", "interleaved") == "split"
-    if per_head:
+    # ERNIE-Image's angles `[1, tokens, 1, head_dim]`, `[t0, t0, t1, t1, ..]`, which its
+    # attention processor applies with `rotate_half`: a cos and a sin a lane (`table`), as
+    # the processor computes them (f32).
+    lanes = name == "ErnieImageEmbedND3"
+    if lanes:
+        out = out.reshape(len(positions), -1)
+        cos, sin, layout = torch.cos(out).double(), torch.sin(out).double(), "half"
+    elif per_head:
         # LTX-2's split tables: [batch, heads, tokens, pairs], half-split within each head.
         out = tuple(t[0].transpose(0, 1) for t in out)
         cos, sin, layout = out[0].double(), out[1].double(), "half"
@@ -449,8 +458,10 @@ def golden(label, path, module, config):
     if pooled or name == "AnyFlowCausalRotaryPosEmbed":
         # As many again among the history (or compressed) tokens, the first 264 or 1170.
         rows = sorted(set(rows) | {rng.randrange(264 if pooled else 1170) for _ in range(SAMPLES)})
-    return dict(path=path, module=name, form=form, layout=layout, lead=lead, pairs=cos.shape[-1],
+    pairs = cos.shape[-1] // 2 if lanes else cos.shape[-1]
+    return dict(path=path, module=name, form=form, layout=layout, lead=lead, pairs=pairs,
                 **({"heads": cos.shape[1]} if per_head else {}),
+                **({"table": "interleaved"} if lanes else {}),
                 **({"pool": POOL} if pooled else {}),
                 rows=rows, positions=[positions[r] for r in rows],
                 cos=[cos[r].tolist() for r in rows], sin=[sin[r].tolist() for r in rows])
