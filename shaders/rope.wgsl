@@ -140,6 +140,14 @@ fn turn(v: u32, e: u32, g: u32, ra: Rotation, rb: Rotation) {
     rotate_pairs(v, e, g, ra.c, ra.s);
 }
 
+// The rotation of a pair's second element: the table layout's (LANE_ANGLES), else the pair's.
+fn second_rotation(ra: Rotation, q: Rotation) -> Rotation {
+    if LANE_ANGLES {
+        return q;
+    }
+    return ra;
+}
+
 // Out of place: turn pair group g of the source row at e2 into the destination row at e.
 fn rotate_into(e: u32, e2: u32, g: u32, ra: Rotation, rb: Rotation) {
     let p = load_pairs(VIEW_B, e2, g);
@@ -179,7 +187,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             rb = head_rotation(w, g0 + 1u, params.dense_h0, h, r1);
         }
         if SECOND == 2u {
-            rotate_into(e, e2, g0, ra, q0);
+            rotate_into(e, e2, g0, ra, second_rotation(ra, q0));
             if two {
                 rotate_into(e, e2, g0 + 1u, rb, rb);
             }
