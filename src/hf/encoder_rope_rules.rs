@@ -29,6 +29,29 @@ const fn l(
     }
 }
 
+/// PE Audio's, PE Video's and PE Audio-Video's encoders (one config class each, the same
+/// defaults): 1-D over interleaved pairs (stack_freqs), the class token at position 0.
+const fn pe(
+    model_type: &'static str,
+    sub: &'static [&'static str],
+    path: &'static str,
+    module: &'static str,
+) -> Rule {
+    l(
+        model_type,
+        sub,
+        path,
+        module,
+        Line(Interleaved),
+        (1792, 14, Some(128), 2e4),
+        None,
+        1.0,
+    )
+}
+
+const AV_AUDIO: &[&str] = &["audio_video_config", "audio_config"];
+const AV_VIDEO: &[&str] = &["audio_video_config", "video_config"];
+
 /// The 1-D encoder modules read, by top-level `model_type`, in the order the model builds
 /// them.
 pub(super) const LINE_RULES: &[Rule] = &[
@@ -282,25 +305,77 @@ pub(super) const LINE_RULES: &[Rule] = &[
         None,
         1.0,
     ),
-    l(
+    pe(
         "pe_audio",
         &["audio_config"],
         "audio_encoder.rotary_emb",
         "PeAudioEncoderRotaryEmbedding",
-        Line(Interleaved),
-        (1792, 14, Some(128), 2e4),
-        None,
-        1.0,
     ),
-    l(
+    pe(
         "pe_audio_encoder",
         &[],
         "rotary_emb",
         "PeAudioEncoderRotaryEmbedding",
-        Line(Interleaved),
-        (1792, 14, Some(128), 2e4),
-        None,
-        1.0,
+    ),
+    pe(
+        "pe_audio_video",
+        AV_AUDIO,
+        "audio_model.audio_encoder.rotary_emb",
+        "PeAudioEncoderRotaryEmbedding",
+    ),
+    pe(
+        "pe_audio_video",
+        AV_VIDEO,
+        "video_model.video_encoder.rotary_emb",
+        "PeVideoEncoderRotaryEmbedding",
+    ),
+    pe(
+        "pe_audio_video",
+        AV_AUDIO,
+        "audio_video_encoder.embedder.audio_encoder.rotary_emb",
+        "PeAudioEncoderRotaryEmbedding",
+    ),
+    pe(
+        "pe_audio_video",
+        AV_VIDEO,
+        "audio_video_encoder.embedder.video_encoder.rotary_emb",
+        "PeVideoEncoderRotaryEmbedding",
+    ),
+    pe(
+        "pe_audio_video",
+        &["audio_video_config"],
+        "audio_video_encoder.rotary_emb",
+        "PeAudioVideoEncoderRotaryEmbedding",
+    ),
+    pe(
+        "pe_audio_video_encoder",
+        &["audio_config"],
+        "embedder.audio_encoder.rotary_emb",
+        "PeAudioEncoderRotaryEmbedding",
+    ),
+    pe(
+        "pe_audio_video_encoder",
+        &["video_config"],
+        "embedder.video_encoder.rotary_emb",
+        "PeVideoEncoderRotaryEmbedding",
+    ),
+    pe(
+        "pe_audio_video_encoder",
+        &[],
+        "rotary_emb",
+        "PeAudioVideoEncoderRotaryEmbedding",
+    ),
+    pe(
+        "pe_video",
+        &["video_config"],
+        "video_encoder.rotary_emb",
+        "PeVideoEncoderRotaryEmbedding",
+    ),
+    pe(
+        "pe_video_encoder",
+        &[],
+        "rotary_emb",
+        "PeVideoEncoderRotaryEmbedding",
     ),
     l(
         "pi0",

@@ -35,6 +35,11 @@ pub(super) enum Form {
     /// MiniMax M3 VL: `(d / 3) / 2` frequencies per axis `t, h, w`, `[t.. | h.. | w..]`
     /// twice over the first `6 * ((d / 3) / 2)` lanes (half-split), the rest unrotated.
     Thirds,
+    /// V-JEPA 2: `(d / 3) / 2` frequencies per axis `t, h, w`, each axis a block of
+    /// `2 ((d / 3) / 2)` lanes over interleaved pairs with its cos and sin tiled `[f | f]`
+    /// (`rotate_queries_or_keys`: the two elements of a pair at different angles), the rest
+    /// unrotated; theta 10 000 whatever the config says.
+    TiledThirds,
     /// 1-D over a frame's (residue's, patch's) index, transformers' default parameters:
     /// `theta^(-2i/r)` over the first `r = int(head_dim * partial_rotary_factor)` lanes, pairs
     /// as given (audio, codec, protein and time-series encoders).

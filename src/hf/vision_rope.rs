@@ -134,7 +134,10 @@ fn spec(keys: &Keys<'_>, rule: &Rule, d: u64) -> Result<RopeSpec> {
         });
         s
     };
-    let two_axes = !matches!(rule.form, Form::Thirds | Form::Line(_) | Form::Clvp);
+    let two_axes = !matches!(
+        rule.form,
+        Form::Thirds | Form::TiledThirds | Form::Line(_) | Form::Clvp
+    );
     if two_axes && !d.is_multiple_of(4) {
         let need = "a head width divisible by 4 (two axes of d / 4 frequencies)";
         return Err(Keys::bad("head_dim", need, Some(&d.into())));
@@ -157,6 +160,19 @@ fn spec(keys: &Keys<'_>, rule: &Rule, d: u64) -> Result<RopeSpec> {
                 return Err(Keys::bad("head_dim", need, Some(&d.into())));
             }
             base.axes_rope([f, f, f]).rotary_dim(6 * f)
+        }
+        Form::TiledThirds => {
+            let f = d / 3 / 2;
+            if f == 0 {
+                let need = "a head width of at least 6";
+                return Err(Keys::bad("head_dim", need, Some(&d.into())));
+            }
+            base.base(10_000.0)
+                .axes_rope([f, f, f])
+                .pair_layout(PairLayout::Interleaved)
+                .pair_blocks(3)
+                .table_layout(PairLayout::HalfSplit)
+                .rotary_dim(6 * f)
         }
         Form::Line(layout) => base
             .pair_layout(layout)
@@ -243,6 +259,10 @@ impl RotaryModule {
     ///   coarse map;
     /// - MiniMax M3 VL: three axes `(t, h, w)`, `(d / 3) / 2` pairs each, the rest of the head
     ///   unrotated;
+    /// - V-JEPA 2's encoder and predictor: three axes `(t, h, w)` of `(d / 3) / 2` frequencies,
+    ///   each a block of interleaved pairs whose cos and sin the model tiles `[f | f]`
+    ///   ([`RopeSpec::table_layout`] half-split, [`RopeSpec::pair_blocks`] 3), the rest of the
+    ///   head unrotated, positions `(frame, row, column)` of each token;
     /// - 1-D over a frame's (residue's, patch's) index, transformers' default parameters
     ///   (theta, `partial_rotary_factor`): GLM-ASR, LASR, Voxtral Realtime, Nemotron's ASR,
     ///   diarization and word-timestamp encoders, Moonshine's encoder (interleaved), Mimi

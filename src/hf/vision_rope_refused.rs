@@ -2,9 +2,6 @@
 //! does not read, each with the reason (from `tests/data/hf/vision_rope.json`, which has each
 //! module's own description; `tests/rope_axes/vision.rs` checks the list against it).
 
-const VJEPA: &str = "3-D RoPE computed inside the attention (rotate_queries_or_keys), its cos \
-    and sin tiled twice (omega, omega) but applied to interleaved pairs: the two elements of a pair \
-    turn by different angles, not a rotation";
 const TIME: &str = "a rotary time embedding applied to the encoder's output hidden states, not \
     to queries and keys";
 const HEADS: &str = "turns each head by its index (position_ids = arange(heads)), not each \
@@ -12,9 +9,8 @@ const HEADS: &str = "turns each head by its index (position_ids = arange(heads))
 
 /// Families whose encoder rotates in a way the crate does not read: model type, module,
 /// reason.
-pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 4] = [
+pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 3] = [
     ("musicflamingo", "MusicFlamingoRotaryEmbedding", TIME),
     ("neucodec", "NeuCodecRotaryEmbedding", HEADS),
-    ("vjepa2", "VJEPA2RopeAttention", VJEPA),
     ("xcodec2", "Xcodec2RotaryEmbedding", HEADS),
 ];

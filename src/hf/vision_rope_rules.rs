@@ -5,7 +5,8 @@
 
 use super::encoder_rule::{Form, Rule, rule as r};
 use Form::{
-    Dealt, Halves, Periods, Thirds, WidthFirstAlternating, WidthFirstBlocks, WidthFirstInterleaved,
+    Dealt, Halves, Periods, Thirds, TiledThirds, WidthFirstAlternating, WidthFirstBlocks,
+    WidthFirstInterleaved,
 };
 
 const TOP: &[&str] = &[];
@@ -79,8 +80,43 @@ const BACKBONE: &[&str] = &["vision_config", "backbone_config"];
 const VIT: &str = "vision_encoder.backbone.layers.{i}.rotary_emb";
 const MEMORY: &str = "memory_attention.rotary_emb";
 
+/// V-JEPA 2's attention at `path` (one a layer), `width_key` over `heads_key` wide (the
+/// encoder's and the predictor's), theta fixed at 10 000.
+const fn vjepa2(
+    path: &'static str,
+    width_key: &'static str,
+    heads_key: &'static str,
+    (width, heads): (u64, u64),
+) -> Rule {
+    Rule {
+        heads_key: Some(heads_key),
+        rope_type: None,
+        ..r(
+            "vjepa2",
+            TOP,
+            path,
+            "VJEPA2RopeAttention",
+            TiledThirds,
+            width_key,
+            (width, heads, None, 1e4),
+        )
+    }
+}
+
 /// The towers read, by top-level `model_type`.
 pub(super) const RULES: &[Rule] = &[
+    vjepa2(
+        "encoder.layer.{i}.attention",
+        "hidden_size",
+        "num_attention_heads",
+        (1024, 16),
+    ),
+    vjepa2(
+        "predictor.layer.{i}.attention",
+        "pred_hidden_size",
+        "pred_num_attention_heads",
+        (384, 12),
+    ),
     // Llama 4's tower: column + 1 and row + 1 (the CLS token at 0, 0), whatever rope type.
     Rule {
         rope_type: None,

@@ -326,6 +326,10 @@ fn describe(r: &RotaryModule) -> String {
         1 => String::new(),
         n => format!(" in {n} blocks"),
     };
+    let blocks = match r.spec.table_layout {
+        Some(t) => format!("{blocks}, cos and sin laid out {t:?}"),
+        None => blocks,
+    };
     format!(
         "head {}, {rotated} lanes rotated; t/h/w pairs {:?}, {:?} order, {:?} frequencies{unit}, \
          base {}, {:?} pairs{blocks}",
@@ -421,11 +425,40 @@ fn vision_configs_with_bad_keys_are_typed_errors() {
     let e = RotaryModule::from_hf_vision_config(&qwen(json!({"head_dim": 1u64 << 40})))
         .expect_err("huge head");
     assert!(matches!(e, Error::InvalidHeadDim { .. }), "{e}");
-    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "vjepa2"}))
-        .expect_err("V-JEPA 2");
+    // V-JEPA 2's encoder and predictor from the class's defaults, theta 10 000 whatever the
+    // config says; a width the heads do not divide, or a head too narrow for three axes, named.
+    let read =
+        RotaryModule::from_hf_vision_config(&json!({"model_type": "vjepa2", "rope_theta": 5}))
+            .expect("V-JEPA 2");
+    let got: Vec<_> = read
+        .iter()
+        .map(|m| {
+            (
+                m.head_dim,
+                m.spec.rotary_dim,
+                m.spec.base,
+                m.spec.table_layout,
+            )
+        })
+        .collect();
+    let tiled = Some(wgpu_posenc::PairLayout::HalfSplit);
+    assert_eq!(
+        got,
+        [(64, Some(60), 1e4, tiled), (32, Some(30), 1e4, tiled)]
+    );
+    bad_key(
+        json!({"model_type": "vjepa2", "pred_num_attention_heads": 7}),
+        "pred_hidden_size",
+    );
+    bad_key(
+        json!({"model_type": "vjepa2", "hidden_size": 20, "num_attention_heads": 5}),
+        "head_dim",
+    );
+    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "neucodec"}))
+        .expect_err("NeuCodec");
     assert!(
         matches!(&e, Error::Frequency(FrequencyError::FamilyNotRead { reason, .. })
-            if reason.contains("VJEPA2RopeAttention")),
+            if reason.contains("NeuCodecRotaryEmbedding")),
         "{e}"
     );
     // DINOv3's periods, with the class's defaults (CHMv2's backbone: 1024 over 16 heads).

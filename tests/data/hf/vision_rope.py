@@ -91,6 +91,14 @@ attention's apply_rotary_pos_emb(q, q, cos, sin, unsqueeze_dim=2) called on a ra
 hidden_size]. Recorded as the fixed cases, heads 1, head_dim hidden_size, with position_row_names
 ["h", "w"] at (row + 1, column + 1), checked against a float64 rotation of the form it states.
 
+Part 2f, V-JEPA 2 (`VJEPA`): its attention rotates q and k itself (rotate_queries_or_keys, cos and
+sin tiled [omega | omega] but applied to interleaved pairs). Each of the encoder's and the
+predictor's attentions is built on the CPU at the width and heads its stack passes it, fed its own
+get_position_ids over the whole clip (masks None: (frame, row, column) of each token index), and
+its apply_rotary_embeddings called on a random q [1, heads, N, hd]. Recorded as the fixed cases,
+with position_row_names ["t", "h", "w"], checked against a float64 rotation of the form it states;
+the repeats (one attention a layer) as `same_as`.
+
 Floats: inputs and outputs are float32; each is written as the shortest decimal that reads back
 to the same float32 (parse as f64, then cast to f32). q is drawn with torch.randn in float64 after
 torch.manual_seed(0) (reseeded per case), rounded to 2 decimals and cast to float32: short
@@ -268,6 +276,14 @@ KEEP = {
     "PeAudioEncoderRotaryEmbedding": info("apply_rotary_pos_emb", PE_1D, "audio"),
     "PeVideoEncoderRotaryEmbedding": info("apply_rotary_pos_emb", PE_1D, "video"),
     "PeAudioVideoEncoderRotaryEmbedding": info("apply_rotary_pos_emb", PE_1D, "audio"),
+    # PE Video's frame encoder is timm's PE ViT (TimmWrapper, `architecture` vit_pe_*): its rope is
+    # built from timm's model definition, which config.json names but does not hold.
+    "RotaryEmbeddingCat": info(
+        "apply_rot_embed_cat",
+        "timm's axial 2-D RoPE of the PE ViT named by the TimmWrapper config's architecture: "
+        "sin/cos bands over the patch grid (rope_grid_offset 1, 'xy' indexing, ref_feat_shape), "
+        "applied to interleaved pairs after the class token",
+        "video", path=r"timm_model\.rope$"),
     "Qwen2_5OmniDiTRotaryEmbedding": info(
         "apply_rotary_pos_emb",
         AUDIO_1D + "; applied only to head 0, after deinterleave_head_dim (the checkpoint is interleaved), "
@@ -309,6 +325,7 @@ EXCLUDED = {
     "EdgeTamVideoRoPESelfAttention": "consumer attention: applies memory_attention.rotary_emb's cos/sin, makes none",
     "EdgeTamVideoRoPECrossAttention": "consumer attention: applies memory_attention.rotary_emb's cos/sin, makes none",
     "Sam3ViTRoPEAttention": "consumer attention: applies the layer's rotary_emb cos/sin, makes none",
+    "AttentionRope": "consumer attention (timm's Eva): applies the model's rope embedding, makes none",
     "MoonshineRotaryEmbedding": "decoder.rotary_emb belongs to the text decoder",
     "ClvpRotaryPositionalEmbedding": "text_encoder_model.rotary_pos_emb encodes text",
     "VoxtralRealtimeRotaryEmbedding": "language_model.rotary_emb is the text decoder's",
@@ -869,6 +886,11 @@ ONE_D = {
         "interleaved",
         "the pairs turn as 2x2 matrices [[cos, -sin], [sin, cos]] built by stack_freqs from the "
         "first half of cos/sin; the class token is position 0"),
+    **{name: one_d(
+        "interleaved",
+        "the pairs turn as 2x2 matrices [[cos, -sin], [sin, cos]] built by stack_freqs from the "
+        "first half of cos/sin; the class token is position 0")
+       for name in ("PeVideoEncoderRotaryEmbedding", "PeAudioVideoEncoderRotaryEmbedding")},
     "ClvpRotaryPositionalEmbedding": one_d(
         "half",
         HALF + "; the module returns the angles cat(t*f, t*f) (no cos/sin, no attention_scaling), "
@@ -1276,6 +1298,67 @@ def make_hidden_case(model_type, key, module_cls, path):
     }
 
 
+# ---------------------------------------------------------------------------------------------
+# Part 2f: V-JEPA 2's attention, which rotates q and k itself (rotate_queries_or_keys).
+# ---------------------------------------------------------------------------------------------
+
+VJEPA = ("VJEPA2RopeAttention",)
+
+
+def make_vjepa_case(model_type, key, module_cls, path):
+    """V-JEPA 2's attention built on the CPU as its encoder (or predictor) builds it, its own
+    position ids over the whole clip (masks None: frame, row, column of each token index), and q
+    rotated by its apply_rotary_embeddings, as its forward rotates q and k."""
+    name = module_cls.__name__
+    sub = sub_config_of(model_type, key)
+    predictor = path.startswith("predictor.")
+    hidden = sub.pred_hidden_size if predictor else sub.hidden_size
+    config_heads = sub.pred_num_attention_heads if predictor else sub.num_attention_heads
+    torch.manual_seed(0)
+    module = module_cls(sub, hidden_size=hidden, num_attention_heads=config_heads).eval()
+    n = module.grid_depth * module.grid_size * module.grid_size
+    head_dim, heads = module.attention_head_size, min(config_heads, MAX_HEADS)
+    q = torch.round(torch.randn(1, heads, n, head_dim, dtype=torch.float64), decimals=2).to(torch.float32)
+    frames, rows, cols = module.get_position_ids(torch.zeros(1, n, 1))
+    out = module.apply_rotary_embeddings(q, (frames, rows, cols))
+    assert out.dtype == torch.float32 and out.shape == q.shape, (name, out.dtype, out.shape)
+    # float64 check of the stated form: in each block of D lanes, lane l turns by pos * omega_(l mod D/2)
+    # with its interleaved neighbour as partner.
+    D = module.d_dim
+    omega = 1.0 / 10000.0 ** (torch.arange(D // 2, dtype=torch.float64) / (D / 2.0))
+    ref = q.double().clone()
+    for axis, pos in enumerate((frames, rows, cols)):
+        lanes = slice(axis * D, (axis + 1) * D)
+        angle = pos.double()[:, None] * omega.repeat(2)  # [n, D]
+        x = q.double()[..., lanes]
+        a, b = x[..., 0::2], x[..., 1::2]
+        y = torch.empty_like(x)
+        y[..., 0::2] = a * angle[:, 0::2].cos() - b * angle[:, 0::2].sin()
+        y[..., 1::2] = b * angle[:, 1::2].cos() + a * angle[:, 1::2].sin()
+        ref[..., lanes] = y
+    err = (out.double() - ref).abs().max().item()
+    assert err < 1e-4 * q.abs().max().item(), (name, path, err)
+    idx = sample_indices(n)
+    pos = torch.stack([frames, rows, cols])
+    form = (f"3-D inside the attention, {3 * D} of {head_dim} lanes: blocks of D = {D} lanes for frame, row "
+            f"and column, lane l of a block turning by pos * omega_(l mod {D // 2}) with its interleaved "
+            f"neighbour (cos and sin tiled [omega | omega] over interleaved pairs), omega_i = "
+            f"10000^(-i/{D // 2}); the rest pass through")
+    return {
+        "model_type": model_type, "module": name, "apply": KEEP[name]["apply"], "config_key": key,
+        "path": path, "head_dim": head_dim, "heads": heads, "config_heads": config_heads,
+        "rotary_dim": 3 * D, "q_layout": "B,H,N,D",
+        "call": "apply_rotary_embeddings(q, get_position_ids(x))",
+        "rope_theta": 10000.0, "attention_scaling": 1.0, "form": form, "pairing": PAIRING["interleaved"],
+        "position_source": "get_position_ids(x) with masks None: (frame, row, column) of each token index "
+                           "of the crop_size/patch_size square grid, frames_per_clip/tubelet_size frames",
+        "position_shape": [3, n], "position_row_names": ["t", "h", "w"],
+        "num_tokens": n, "token_index": idx, "position_rows": pos[:, idx].tolist(),
+        "inv_freq": f32(1.0 / 10000 ** (torch.arange(D // 2, dtype=torch.float32) / (D / 2.0))),
+        "q": f32(q[0].transpose(0, 1)[idx]), "out": f32(out[0].transpose(0, 1)[idx]),
+    }
+
+
 SAME_AS_IGNORES = ("model_type", "module", "config_key", "path", "position_source", "form")
 
 
@@ -1303,6 +1386,8 @@ def build_cases(families):
                 case = make_periods_case(mt, key, classes[name], path)
             elif name in HIDDEN:
                 case = make_hidden_case(mt, key, classes[name], path)
+            elif name in VJEPA:  # every module: the encoder's and the predictor's layers
+                case = make_vjepa_case(mt, key, classes[name], path)
             else:
                 held.append(None)
                 continue
@@ -1320,7 +1405,8 @@ def build_cases(families):
         family["case"] = held[0] if len(set(held)) == 1 else held
     # a family's axial (vision) case before its 1-D ones
     return sorted(cases, key=lambda c: (c["model_type"], c["module"] not in CASES and c["module"] not in FIXED
-                                         and c["module"] not in PERIODS and c["module"] not in HIDDEN))
+                                         and c["module"] not in PERIODS and c["module"] not in HIDDEN
+                                         and c["module"] not in VJEPA))
 
 
 def dump(value, depth=0, indent_depth=3):
