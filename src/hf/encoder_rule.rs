@@ -24,6 +24,10 @@ pub(super) enum Form {
     AxisBlocks,
     /// Inkling 2: `[w.. | h..]` with each angle repeated, interleaved pairs.
     WidthFirstInterleaved,
+    /// timm's PE ViT (PE Video's frame encoder, `RotaryEmbeddingCat`): as
+    /// `WidthFirstInterleaved`, its head width and temperature those of the timm architecture
+    /// the `TimmWrapper` config names.
+    TimmPe,
     /// DINOv3 and Sapiens2: `[h.. | w..]` twice, half-split pairs, `theta^(-4k/d)`
     /// revolutions per unit coordinate (`2 pi c / period`) over patch-centre coordinates in
     /// `[-1, 1]`.

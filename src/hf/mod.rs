@@ -22,6 +22,7 @@ mod generic;
 mod reader;
 mod safetensors;
 mod table;
+mod timm_pe;
 mod vision_rope;
 mod vision_rope_refused;
 mod vision_rope_rules;

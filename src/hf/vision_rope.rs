@@ -9,6 +9,7 @@ use super::diffusers::Keys;
 use super::diffusers_rope::RotaryModule;
 use super::encoder_rope_rules::LINE_RULES;
 use super::encoder_rule::{Form, Rule};
+use super::timm_pe::{TIMM_RULES, head_and_temperature};
 use super::vision_rope_refused::HF_VISION_ROPE_NOT_READ;
 use super::vision_rope_rules::{RULES, VISION};
 use crate::error::{Error, FrequencyError, Result};
@@ -122,7 +123,10 @@ fn line_width(keys: &Keys<'_>, rule: &Rule, d: u64, partial: f64) -> Result<u64>
 
 /// The spec of `rule` over a head `d` wide, with the config's theta and partial factor.
 fn spec(keys: &Keys<'_>, rule: &Rule, d: u64) -> Result<RopeSpec> {
-    let (theta, partial) = theta(keys, rule)?;
+    let (mut theta, partial) = theta(keys, rule)?;
+    if rule.form == Form::TimmPe {
+        theta = head_and_temperature(keys)?.1;
+    }
     let base = RopeSpec::new().base(theta);
     let ordered = |order, layout| {
         let mut s = base.clone().pair_layout(layout);
@@ -152,7 +156,9 @@ fn spec(keys: &Keys<'_>, rule: &Rule, d: u64) -> Result<RopeSpec> {
         Form::WidthFirstAlternating => ordered(MRopeOrder::WhThenT, PairLayout::HalfSplit),
         Form::WidthFirstBlocks => ordered(MRopeOrder::WhtChunks, PairLayout::HalfSplit),
         Form::AxisBlocks => ordered(MRopeOrder::WhtChunks, PairLayout::HalfSplit).pair_blocks(2),
-        Form::WidthFirstInterleaved => ordered(MRopeOrder::WhtChunks, PairLayout::Interleaved),
+        Form::WidthFirstInterleaved | Form::TimmPe => {
+            ordered(MRopeOrder::WhtChunks, PairLayout::Interleaved)
+        }
         Form::Thirds => {
             let f = d / 3 / 2;
             if f == 0 {
@@ -218,6 +224,9 @@ fn hidden_spec(
 
 /// The width a module rotates: the head's, or EfficientLoFTR's whole `hidden_size`.
 fn module_width(keys: &Keys<'_>, rule: &Rule) -> Result<u64> {
+    if rule.form == Form::TimmPe {
+        return Ok(head_and_temperature(keys)?.0);
+    }
     if rule.form != Form::Hidden {
         return head_dim(keys, rule);
     }
@@ -263,6 +272,11 @@ impl RotaryModule {
     ///   each a block of interleaved pairs whose cos and sin the model tiles `[f | f]`
     ///   ([`RopeSpec::table_layout`] half-split, [`RopeSpec::pair_blocks`] 3), the rest of the
     ///   head unrotated, positions `(frame, row, column)` of each token;
+    /// - timm's PE ViT, the frame encoder of PE Video and PE Audio-Video (`RotaryEmbeddingCat`,
+    ///   the head width of the architecture its `TimmWrapper` config names): as Inkling 2's,
+    ///   positions `(0, row + 1, column + 1)` (`rope_grid_offset` 1; 0 for the gigantic ones,
+    ///   which have no class token), the class token at `(0, 0)`, unrotated as the model leaves
+    ///   it;
     /// - 1-D over a frame's (residue's, patch's) index, transformers' default parameters
     ///   (theta, `partial_rotary_factor`): GLM-ASR, LASR, Voxtral Realtime, Nemotron's ASR,
     ///   diarization and word-timestamp encoders, Moonshine's encoder (interleaved), Mimi
@@ -292,7 +306,7 @@ impl RotaryModule {
                 reason: format!("its encoder rotates with {module}: {reason}"),
             }));
         }
-        let all = || RULES.iter().chain(LINE_RULES);
+        let all = || RULES.iter().chain(LINE_RULES).chain(TIMM_RULES);
         // Every module of the model type (a tower and an audio encoder, Mimi's encoder and
         // decoder), in the order the model builds them.
         let mut rows: Vec<Rule> = all()

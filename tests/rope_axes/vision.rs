@@ -425,42 +425,6 @@ fn vision_configs_with_bad_keys_are_typed_errors() {
     let e = RotaryModule::from_hf_vision_config(&qwen(json!({"head_dim": 1u64 << 40})))
         .expect_err("huge head");
     assert!(matches!(e, Error::InvalidHeadDim { .. }), "{e}");
-    // V-JEPA 2's encoder and predictor from the class's defaults, theta 10 000 whatever the
-    // config says; a width the heads do not divide, or a head too narrow for three axes, named.
-    let read =
-        RotaryModule::from_hf_vision_config(&json!({"model_type": "vjepa2", "rope_theta": 5}))
-            .expect("V-JEPA 2");
-    let got: Vec<_> = read
-        .iter()
-        .map(|m| {
-            (
-                m.head_dim,
-                m.spec.rotary_dim,
-                m.spec.base,
-                m.spec.table_layout,
-            )
-        })
-        .collect();
-    let tiled = Some(wgpu_posenc::PairLayout::HalfSplit);
-    assert_eq!(
-        got,
-        [(64, Some(60), 1e4, tiled), (32, Some(30), 1e4, tiled)]
-    );
-    bad_key(
-        json!({"model_type": "vjepa2", "pred_num_attention_heads": 7}),
-        "pred_hidden_size",
-    );
-    bad_key(
-        json!({"model_type": "vjepa2", "hidden_size": 20, "num_attention_heads": 5}),
-        "head_dim",
-    );
-    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "neucodec"}))
-        .expect_err("NeuCodec");
-    assert!(
-        matches!(&e, Error::Frequency(FrequencyError::FamilyNotRead { reason, .. })
-            if reason.contains("NeuCodecRotaryEmbedding")),
-        "{e}"
-    );
     // DINOv3's periods, with the class's defaults (CHMv2's backbone: 1024 over 16 heads).
     for (config, d) in [
         (json!({"model_type": "dinov3_vit"}), 64),
@@ -551,4 +515,88 @@ fn published_vision_configs_read_as_transformers_reads_them() {
             );
         }
     }
+}
+
+/// PE Video's frame encoder from the timm architecture its `TimmWrapper` config names (the
+/// default's, the gigantic one's 96-wide heads, `model_args` over them); a name that is not a
+/// PE ViT, a `model_args` key that would change the rotation, or `model_args` that is not an
+/// object: typed errors that name the key.
+#[test]
+fn pe_video_towers_read_from_their_timm_architectures() {
+    use serde_json::json;
+    let pe = |vision: Value| json!({"model_type": "pe_video_encoder", "vision_config": vision});
+    let tower = |config: &Value| {
+        let read = RotaryModule::from_hf_vision_config(config).expect("PE Video");
+        let m = read
+            .into_iter()
+            .find(|m| m.module == "RotaryEmbeddingCat")
+            .expect("the timm tower");
+        (m.head_dim, m.spec.base, m.spec.pair_layout)
+    };
+    let il = wgpu_posenc::PairLayout::Interleaved;
+    assert_eq!(
+        tower(&json!({"model_type": "pe_video_encoder"})),
+        (64, 1e4, il)
+    );
+    let giant = json!({"architecture": "vit_pe_spatial_gigantic_patch14_448"});
+    assert_eq!(tower(&pe(giant)), (96, 1e4, il));
+    let args = json!({"architecture": "vit_pe_core_base_patch16_224",
+                      "model_args": {"img_size": 448, "num_heads": 6, "rope_temperature": 100}});
+    assert_eq!(tower(&pe(args)), (128, 100.0, il));
+    bad_key(
+        pe(json!({"architecture": "vit_base_patch16_224"})),
+        "architecture",
+    );
+    bad_key(pe(json!({"architecture": 7})), "architecture");
+    bad_key(
+        pe(json!({"model_args": {"rope_type": "mixed"}})),
+        "model_args.rope_type",
+    );
+    bad_key(pe(json!({"model_args": [1]})), "model_args");
+    bad_key(
+        pe(json!({"model_args": {"embed_dim": 1000, "num_heads": 16}})),
+        "model_args.embed_dim",
+    );
+}
+
+/// V-JEPA 2's encoder and predictor, from the class's defaults; NeuCodec refused by name.
+#[test]
+fn vjepa2_and_refused_encoders_read_as_transformers_builds_them() {
+    use serde_json::json;
+    // The class's defaults, theta 10 000 whatever the
+    // config says; a width the heads do not divide, or a head too narrow for three axes, named.
+    let read =
+        RotaryModule::from_hf_vision_config(&json!({"model_type": "vjepa2", "rope_theta": 5}))
+            .expect("V-JEPA 2");
+    let got: Vec<_> = read
+        .iter()
+        .map(|m| {
+            (
+                m.head_dim,
+                m.spec.rotary_dim,
+                m.spec.base,
+                m.spec.table_layout,
+            )
+        })
+        .collect();
+    let tiled = Some(wgpu_posenc::PairLayout::HalfSplit);
+    assert_eq!(
+        got,
+        [(64, Some(60), 1e4, tiled), (32, Some(30), 1e4, tiled)]
+    );
+    bad_key(
+        json!({"model_type": "vjepa2", "pred_num_attention_heads": 7}),
+        "pred_hidden_size",
+    );
+    bad_key(
+        json!({"model_type": "vjepa2", "hidden_size": 20, "num_attention_heads": 5}),
+        "head_dim",
+    );
+    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "neucodec"}))
+        .expect_err("NeuCodec");
+    assert!(
+        matches!(&e, Error::Frequency(FrequencyError::FamilyNotRead { reason, .. })
+            if reason.contains("NeuCodecRotaryEmbedding")),
+        "{e}"
+    );
 }

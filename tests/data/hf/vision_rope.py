@@ -99,6 +99,13 @@ its apply_rotary_embeddings called on a random q [1, heads, N, hd]. Recorded as 
 with position_row_names ["t", "h", "w"], checked against a float64 rotation of the form it states;
 the repeats (one attention a layer) as `same_as`.
 
+Part 2g, timm's PE ViT (`TIMM_CAT`), the frame encoder of PE Video and PE Audio-Video: a TimmWrapper
+config names its architecture (vit_pe_core_large_patch14_336 by default). The timm model is built on
+the CPU as TimmWrapperModel builds it, its RotaryEmbeddingCat's own embedding taken at the model's
+grid, and q [1, heads, prefix + N, hd] rotated as its AttentionRope rotates it (the prefix tokens
+kept). Recorded as the fixed cases, with position_row_names ["h", "w"] from timm's own grid (the
+prefix tokens at (0, 0)) and the architecture.
+
 Floats: inputs and outputs are float32; each is written as the shortest decimal that reads back
 to the same float32 (parse as f64, then cast to f32). q is drawn with torch.randn in float64 after
 torch.manual_seed(0) (reseeded per case), rounded to 2 decimals and cast to float32: short
@@ -1359,6 +1366,68 @@ def make_vjepa_case(model_type, key, module_cls, path):
     }
 
 
+# ---------------------------------------------------------------------------------------------
+# Part 2g: timm's PE ViT inside PE Video (TimmWrapper): RotaryEmbeddingCat over its patch grid.
+# ---------------------------------------------------------------------------------------------
+
+TIMM_CAT = ("RotaryEmbeddingCat",)
+
+
+def make_timm_cat_case(model_type, key, module_cls, path):
+    """The timm model the TimmWrapper config names, built on the CPU as TimmWrapperModel builds it
+    (timm.create_model(architecture, pretrained=False, **model_args)), its rope's own embedding at
+    the model's grid, and q rotated as its AttentionRope rotates it: the prefix tokens kept,
+    apply_rot_embed_cat on the rest. The positions recorded are timm's own grid (_build_grid)."""
+    import timm
+    from timm.layers import pos_embed_sincos as sincos
+    name = module_cls.__name__
+    sub = sub_config_of(model_type, key)
+    torch.manual_seed(0)
+    model = timm.create_model(sub.architecture, pretrained=False, num_classes=0, **(sub.model_args or {})).eval()
+    rope, attn = model.rope, model.blocks[0].attn
+    npt, heads_all = attn.num_prefix_tokens, attn.num_heads
+    head_dim = model.embed_dim // heads_all
+    gh, gw = model.patch_embed.grid_size
+    emb = rope.get_embed()
+    n = npt + gh * gw
+    heads = min(heads_all, MAX_HEADS)
+    q = torch.round(torch.randn(1, heads, n, head_dim, dtype=torch.float64), decimals=2).to(torch.float32)
+    out = torch.cat([q[:, :, :npt], sincos.apply_rot_embed_cat(q[:, :, npt:], emb, half=rope.rotate_half)], dim=2)
+    grid = sincos._build_grid([gh, gw], grid_type=rope.grid_type, ref_feat_shape=rope.ref_feat_shape,
+                              grid_offset=rope.grid_offset, grid_indexing=rope.grid_indexing)
+    assert rope.grid_indexing == "xy" and not rope.rotate_half and not rope.in_pixels, name
+    # xy: channel 0 the column, channel 1 the row; the prefix tokens at (0, 0), which their angle 0 keeps
+    cols = torch.cat([torch.zeros(npt), grid[..., 0].reshape(-1).double()])
+    rows = torch.cat([torch.zeros(npt), grid[..., 1].reshape(-1).double()])
+    # float64 check of the stated form: interleaved pair j < hd/4 turns by column * f_j, pair hd/4 + j
+    # by row * f_j, f_j = temperature^(-4j/hd).
+    f = 1.0 / rope.temperature ** (torch.arange(head_dim // 4, dtype=torch.float64) / (head_dim // 4))
+    angles = torch.cat([cols[:, None] * f, rows[:, None] * f], dim=-1)
+    a, b = q.double()[..., 0::2], q.double()[..., 1::2]
+    ref = torch.empty_like(q, dtype=torch.float64)
+    ref[..., 0::2] = a * angles.cos() - b * angles.sin()
+    ref[..., 1::2] = b * angles.cos() + a * angles.sin()
+    err = (out.double() - ref).abs().max().item()
+    assert err < 1e-4 * q.abs().max().item(), (name, path, err)
+    idx = sorted(set(range(npt)) | set(sample_indices(n)))
+    form = (f"timm's {sub.architecture}: axial 2-D over its {gh} x {gw} patch grid at (column + "
+            f"{rope.grid_offset:g}, row + {rope.grid_offset:g}) ('xy'), interleaved (2i, 2i+1) pairs: pair j "
+            f"turns by the column * f_j and pair {head_dim // 4} + j by the row * f_j, f_j = "
+            f"{rope.temperature:g}^(-4j/{head_dim}); the {npt} prefix token(s) not rotated")
+    return {
+        "model_type": model_type, "module": name, "apply": KEEP[name]["apply"], "config_key": key,
+        "path": path, "architecture": sub.architecture, "head_dim": head_dim, "heads": heads,
+        "config_heads": heads_all, "rotary_dim": head_dim, "q_layout": "B,H,N,D",
+        "call": "cat(q[:, :, :npt], apply_rot_embed_cat(q[:, :, npt:], rope.get_embed()))",
+        "rope_theta": float(rope.temperature), "attention_scaling": 1.0, "form": form,
+        "pairing": PAIRING["interleaved"],
+        "position_source": "timm's _build_grid (index + grid_offset, 'xy'), the prefix tokens at (0, 0)",
+        "position_shape": [2, n], "position_row_names": ["h", "w"],
+        "num_tokens": n, "token_index": idx, "position_rows": f32(torch.stack([rows, cols]).float()[:, idx]),
+        "inv_freq": f32(rope.bands), "q": f32(q[0].transpose(0, 1)[idx]), "out": f32(out[0].transpose(0, 1)[idx]),
+    }
+
+
 SAME_AS_IGNORES = ("model_type", "module", "config_key", "path", "position_source", "form")
 
 
@@ -1388,6 +1457,8 @@ def build_cases(families):
                 case = make_hidden_case(mt, key, classes[name], path)
             elif name in VJEPA:  # every module: the encoder's and the predictor's layers
                 case = make_vjepa_case(mt, key, classes[name], path)
+            elif name in TIMM_CAT:
+                case = make_timm_cat_case(mt, key, classes[name], path)
             else:
                 held.append(None)
                 continue
@@ -1406,7 +1477,7 @@ def build_cases(families):
     # a family's axial (vision) case before its 1-D ones
     return sorted(cases, key=lambda c: (c["model_type"], c["module"] not in CASES and c["module"] not in FIXED
                                          and c["module"] not in PERIODS and c["module"] not in HIDDEN
-                                         and c["module"] not in VJEPA))
+                                         and c["module"] not in VJEPA and c["module"] not in TIMM_CAT))
 
 
 def dump(value, depth=0, indent_depth=3):
