@@ -1150,6 +1150,33 @@ fn recorded() -> &'static Recorder {
                 Layout::bhsd([2, 2, 11, 64]),
                 HostPositions::Axes(&pooled_u32),
             ),
+            (
+                "rope over interleaved pairs with cos and sin tiled for half-split ones, an \
+                 axis a block (V-JEPA 2's table; LANE_ANGLES)",
+                RopeSpec::new()
+                    .pair_layout(PairLayout::Interleaved)
+                    .axes_rope([10, 10, 10])
+                    .pair_blocks(3)
+                    .rotary_dim(60)
+                    .table_layout(PairLayout::HalfSplit),
+                Layout::bhsd([2, 2, 11, 64]),
+                HostPositions::Axes(&axes),
+            ),
+            (
+                "rope over half-split pairs with an interleaved cos and sin table at f32 axes \
+                 (ERNIE-Image's)",
+                RopeSpec::new()
+                    .axes_rope([8, 12, 12])
+                    .base(256.0)
+                    .table_layout(PairLayout::Interleaved),
+                Layout::bshd(Dims {
+                    batch: 2,
+                    heads: 2,
+                    seq: 11,
+                    head_dim: 64,
+                }),
+                HostPositions::FloatAxes(&float_axes),
+            ),
         ];
         for (name, spec, layout, host) in &f32_cases {
             rope(&mut rec, name, spec, *layout, Dtype::F32, *host, &mut rng);
