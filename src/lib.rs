@@ -74,8 +74,8 @@ pub use grid::{GridBlock, MAX_GRID_TOKENS, SincosGrid};
 #[cfg(feature = "hf-config")]
 pub use hf::{
     DIFFUSERS_ROPE_NOT_READ, DIFFUSERS_WITHOUT_PROJECTION, DIFFUSERS_WITHOUT_ROPE_MODULE,
-    DIFFUSERS_WITHOUT_TABLE, HF_VISION_ROPE_NOT_READ, HfQkNorm, HfRope, LayerRope, RotaryModule,
-    TimestepProjection,
+    DIFFUSERS_WITHOUT_TABLE, HF_VISION_ROPE_NOT_READ, HfQkNorm, HfRope, LayerRope, PositionAxis,
+    RotaryModule, TimestepProjection,
 };
 #[cfg(feature = "capture")]
 pub use kernels::capture;

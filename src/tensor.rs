@@ -109,6 +109,16 @@ impl Layout {
         self
     }
 
+    /// The same memory with the heads and tokens axes swapped: a call over it turns each
+    /// head by its index (its "token" position, [`Positions::Start`](crate::Positions::Start)
+    /// 0) at every token, as the modules of [`PositionAxis::Head`](crate::PositionAxis::Head)
+    /// rotate.
+    pub fn heads_as_tokens(mut self) -> Self {
+        self.shape.swap(1, 2);
+        self.strides.swap(1, 2);
+        self
+    }
+
     /// Number of (batch, head, token) rows.
     pub fn rows_count(&self) -> u64 {
         self.shape[0]

@@ -176,19 +176,19 @@ fn axes_of<A>(words: A, float: bool) -> Positions<A> {
 /// `q` rotated by `spec` on the GPU, BSHD after 7 poisoned elements and before 7 more, the
 /// guards checked.
 fn rotate(spec: &RopeSpec, dims: Dims, q: &[f32], words: &[u32], float: bool) -> Vec<f32> {
-    rotate_with(spec, dims, q, words, |v| axes_of(v, float))
+    rotate_with(spec, Layout::bshd(dims), q, words, |v| axes_of(v, float))
 }
 
 /// [`rotate`] with the positions made by `kind` from the words' buffer.
 fn rotate_with(
     spec: &RopeSpec,
-    dims: Dims,
+    layout: Layout,
     q: &[f32],
     words: &[u32],
     kind: impl for<'a> Fn(ArrayView<'a>) -> Positions<ArrayView<'a>>,
 ) -> Vec<f32> {
     let guard = 7;
-    let layout = Layout::bshd(dims).with_offset(guard as u64);
+    let layout = layout.with_offset(guard as u64);
     let len = q.len();
     let input: Vec<f32> = (0..guard)
         .map(poison)

@@ -51,6 +51,18 @@ pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 1] = [(
     "its camera branch re-slices the table for a half-width head (the first lists of each axis): not read yet",
 )];
 
+/// What a module's positions index (see [`RotaryModule::position_axis`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PositionAxis {
+    /// Each token turns by its position (every module but those below).
+    Token,
+    /// Each head turns by its index, at every token (NeuCodec's and Xcodec2's acoustic
+    /// decoders: `position_ids = arange(heads)`): rotate the view
+    /// [`Layout::heads_as_tokens`](crate::Layout::heads_as_tokens) at
+    /// [`Positions::Start`](crate::Positions::Start) 0.
+    Head,
+}
+
 /// A rotary module of a diffusers transformer ([`RotaryModule::from_diffusers_config`]) or
 /// of a transformers vision tower ([`RotaryModule::from_hf_vision_config`]): what it
 /// computes for the positions it is given, and how the attention applies it.
@@ -72,6 +84,8 @@ pub struct RotaryModule {
     /// names none); LTX's modules rotate the whole inner dimension before the heads split,
     /// and give that.
     pub head_dim: u64,
+    /// What the positions index: tokens, or (NeuCodec, Xcodec2) heads.
+    pub position_axis: PositionAxis,
 }
 
 /// The refusal of a class whose rotary module is not read, if it is one.
@@ -312,6 +326,7 @@ fn read_ltx(keys: &Keys<'_>, rule: Rule, axes: u64) -> Result<RotaryModule> {
         module: rule.module,
         spec,
         head_dim: d,
+        position_axis: PositionAxis::Token,
     })
 }
 
@@ -366,6 +381,7 @@ fn read_ltx_split(keys: &Keys<'_>, rule: Rule, axes: u64, heads: u64) -> Result<
         module: rule.module,
         spec,
         head_dim: d / heads,
+        position_axis: PositionAxis::Token,
     })
 }
 
@@ -433,6 +449,7 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<RotaryModule> {
         module: rule.module,
         spec,
         head_dim: d,
+        position_axis: PositionAxis::Token,
     })
 }
 

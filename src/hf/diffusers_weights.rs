@@ -57,6 +57,7 @@ impl RotaryModule {
             module: "MochiRoPE",
             spec,
             head_dim,
+            position_axis: super::diffusers_rope::PositionAxis::Token,
         }])
     }
 }

@@ -4,7 +4,7 @@
 //! Generated from `tests/data/hf/vision_rope.json` (the modules with a golden case), which
 //! `tests/rope_axes/vision.rs` checks row by row.
 
-use super::encoder_rule::{Form, Rule, rule};
+use super::encoder_rule::{Form, PositionAxis, Rule, rule};
 use crate::spec::PairLayout::{HalfSplit, Interleaved};
 use Form::{Clvp, Line};
 
@@ -47,6 +47,24 @@ const fn pe(
         None,
         1.0,
     )
+}
+
+/// NeuCodec's and Xcodec2's acoustic decoders: 1-D, half-split, each head turned by its
+/// index at every frame (`position_ids = arange(num_attention_heads)`).
+const fn by_head(model_type: &'static str, module: &'static str) -> Rule {
+    Rule {
+        position_axis: PositionAxis::Head,
+        ..l(
+            model_type,
+            &[],
+            "acoustic_decoder.rotary_emb",
+            module,
+            Line(HalfSplit),
+            (1024, 16, Some(64), 1e4),
+            None,
+            1.0,
+        )
+    }
 }
 
 const AV_AUDIO: &[&str] = &["audio_video_config", "audio_config"];
@@ -457,4 +475,6 @@ pub(super) const LINE_RULES: &[Rule] = &[
         None,
         1.0,
     ),
+    by_head("neucodec", "NeuCodecRotaryEmbedding"),
+    by_head("xcodec2", "Xcodec2RotaryEmbedding"),
 ];

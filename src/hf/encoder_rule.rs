@@ -2,6 +2,7 @@
 //! the module's path and class, and the form of its rotation (`vision_rope_rules.rs` for the
 //! towers, `encoder_rope_rules.rs` for the 1-D encoders, read by `vision_rope.rs`).
 
+pub(super) use super::diffusers_rope::PositionAxis;
 use crate::spec::PairLayout;
 
 /// How a vision rotary module lays its frequencies over the head (`d` wide, `F = d / 4`
@@ -80,6 +81,8 @@ pub(super) struct Rule {
     /// A further divisor of the width, 1 by default (SAM's memory attention:
     /// `memory_attention_downsample_rate`).
     pub(super) divisor_key: Option<&'static str>,
+    /// What the module's positions index: tokens, or (NeuCodec, Xcodec2) heads.
+    pub(super) position_axis: PositionAxis,
 }
 
 /// A row of the common shape: `width_key` over the heads (`num_heads` or
@@ -109,5 +112,6 @@ pub(super) const fn rule(
             _ => Some("axial"),
         },
         divisor_key: None,
+        position_axis: PositionAxis::Token,
     }
 }

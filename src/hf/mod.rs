@@ -34,7 +34,9 @@ use crate::frequencies::{FrequencyError, Scaling};
 use crate::spec::{MRopeOrder, NormWeight, OutputOrder, PairLayout, RopeSpec};
 use config::{TextConfig, TopConfig, kind, parse};
 pub use diffusers::DIFFUSERS_WITHOUT_TABLE;
-pub use diffusers_rope::{DIFFUSERS_ROPE_NOT_READ, DIFFUSERS_WITHOUT_ROPE_MODULE, RotaryModule};
+pub use diffusers_rope::{
+    DIFFUSERS_ROPE_NOT_READ, DIFFUSERS_WITHOUT_ROPE_MODULE, PositionAxis, RotaryModule,
+};
 pub use diffusers_timesteps::{DIFFUSERS_WITHOUT_PROJECTION, TimestepProjection};
 use reader::Reader;
 pub use vision_rope_refused::HF_VISION_ROPE_NOT_READ;

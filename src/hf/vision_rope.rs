@@ -346,5 +346,6 @@ fn read_row(config: &Value, rule: &Rule) -> Result<RotaryModule> {
         module: rule.module,
         spec: spec(&keys, rule, d)?,
         head_dim: d,
+        position_axis: rule.position_axis,
     })
 }

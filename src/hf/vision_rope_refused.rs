@@ -4,13 +4,8 @@
 
 const TIME: &str = "a rotary time embedding applied to the encoder's output hidden states, not \
     to queries and keys";
-const HEADS: &str = "turns each head by its index (position_ids = arange(heads)), not each \
-    token by its position";
 
 /// Families whose encoder rotates in a way the crate does not read: model type, module,
 /// reason.
-pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 3] = [
-    ("musicflamingo", "MusicFlamingoRotaryEmbedding", TIME),
-    ("neucodec", "NeuCodecRotaryEmbedding", HEADS),
-    ("xcodec2", "Xcodec2RotaryEmbedding", HEADS),
-];
+pub const HF_VISION_ROPE_NOT_READ: [(&str, &str, &str); 1] =
+    [("musicflamingo", "MusicFlamingoRotaryEmbedding", TIME)];

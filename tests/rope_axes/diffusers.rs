@@ -262,7 +262,9 @@ fn check_module(label: &str, rope: &RotaryModule, golden: &Value) {
         head_dim: d,
     };
     let q = Rng::new(29).values(n * (heads * d) as usize);
-    let got = rotate_with(spec, shape, &q, &words, |v| axes_or_1d(v, axes_mode));
+    let got = rotate_with(spec, Layout::bshd(shape), &q, &words, |v| {
+        axes_or_1d(v, axes_mode)
+    });
     let mut want: Vec<f64> = q.iter().map(|&v| f64::from(v)).collect();
     let host = axes_or_1d(&words[..], axes_mode);
     reference::rope(spec, &Layout::bshd(shape), &mut want, host);

@@ -287,7 +287,9 @@ fn mochi_learned_rope_matches_diffusers() {
         head_dim: d,
     };
     let q = Rng::new(31).values(n * (heads * d) as usize);
-    let got = super::rotate_with(&spec, shape, &q, &words, |v| Positions::FloatAxes(v));
+    let got = super::rotate_with(&spec, Layout::bshd(shape), &q, &words, |v| {
+        Positions::FloatAxes(v)
+    });
     let mut want: Vec<f64> = q.iter().map(|&v| f64::from(v)).collect();
     reference::rope(
         &spec,

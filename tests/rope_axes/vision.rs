@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 use wgpu_posenc::{
-    Dims, Error, FrequencyError, HF_VISION_ROPE_NOT_READ, Layout, Positions, RotaryModule,
-    reference,
+    Dims, Error, FrequencyError, HF_VISION_ROPE_NOT_READ, Layout, PositionAxis, Positions,
+    RotaryModule, reference,
 };
 
 use super::common::test_data;
@@ -246,21 +246,25 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
             .collect()
     };
     let (q, theirs) = (flat(&case["q"]), flat(&case["out"]));
-    let shape = Dims {
+    // q is [token][head][lane]; a module whose positions index the heads (NeuCodec's) turns
+    // the view with heads and tokens swapped, one position a head.
+    let tokens = q.len() as u64 / (heads * d);
+    let bshd = Layout::bshd(Dims {
         batch: 1,
-        seq: n as u64,
+        seq: tokens,
         heads,
         head_dim: d,
+    });
+    let layout = match rope.position_axis {
+        PositionAxis::Token => bshd,
+        PositionAxis::Head => bshd.heads_as_tokens(),
     };
-    assert_eq!(
-        q.len() as u64,
-        shape.batch * shape.seq * heads * d,
-        "{mt}: q"
-    );
+    assert_eq!(layout.shape[2], n as u64, "{mt}: positions");
+    assert_eq!(q.len() as u64, tokens * heads * d, "{mt}: q");
     let mut want = q.clone();
     reference::rope(
         &rope.spec,
-        &Layout::bshd(shape),
+        &layout,
         &mut want,
         match (one_d, float) {
             (true, _) => Positions::Float(&axes[..]),
@@ -282,7 +286,7 @@ fn check_case(mt: &str, rope: &RotaryModule, case: &Value) {
         "{mt}: {e_module:e} from transformers (allowed {allowed:e})"
     );
     let q32: Vec<f32> = q.iter().map(|&v| v as f32).collect();
-    let got = rotate_with(&rope.spec, shape, &q32, &axes, |v| match (one_d, float) {
+    let got = rotate_with(&rope.spec, layout, &q32, &axes, |v| match (one_d, float) {
         (true, _) => Positions::Float(v),
         (false, true) => Positions::FloatAxes(v),
         (false, false) => Positions::Axes(v),
@@ -313,8 +317,12 @@ fn max_diff(a: &[f64], b: &[f64]) -> f64 {
 fn describe(r: &RotaryModule) -> String {
     let rotated = r.spec.rotary_dim.unwrap_or(r.head_dim);
     let Some(m) = r.spec.mrope else {
+        let by = match r.position_axis {
+            PositionAxis::Token => "",
+            PositionAxis::Head => ", each head at its index",
+        };
         return format!(
-            "1-D, head {}, {rotated} lanes rotated, base {}, {:?} pairs",
+            "1-D, head {}, {rotated} lanes rotated, base {}, {:?} pairs{by}",
             r.head_dim, r.spec.base, r.spec.pair_layout
         );
     };
@@ -559,7 +567,8 @@ fn pe_video_towers_read_from_their_timm_architectures() {
     );
 }
 
-/// V-JEPA 2's encoder and predictor, from the class's defaults; NeuCodec refused by name.
+/// V-JEPA 2's encoder and predictor from the class's defaults, NeuCodec's heads by their
+/// index; MusicFlamingo refused by name.
 #[test]
 fn vjepa2_and_refused_encoders_read_as_transformers_builds_them() {
     use serde_json::json;
@@ -592,11 +601,15 @@ fn vjepa2_and_refused_encoders_read_as_transformers_builds_them() {
         json!({"model_type": "vjepa2", "hidden_size": 20, "num_attention_heads": 5}),
         "head_dim",
     );
-    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "neucodec"}))
-        .expect_err("NeuCodec");
+    // NeuCodec's heads turn by their index; MusicFlamingo's time embedding is refused by name.
+    let read =
+        RotaryModule::from_hf_vision_config(&json!({"model_type": "neucodec"})).expect("NeuCodec");
+    assert_eq!(read[0].position_axis, PositionAxis::Head);
+    let e = RotaryModule::from_hf_vision_config(&json!({"model_type": "musicflamingo"}))
+        .expect_err("MusicFlamingo");
     assert!(
         matches!(&e, Error::Frequency(FrequencyError::FamilyNotRead { reason, .. })
-            if reason.contains("NeuCodecRotaryEmbedding")),
+            if reason.contains("MusicFlamingoRotaryEmbedding")),
         "{e}"
     );
 }
