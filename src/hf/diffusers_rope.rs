@@ -44,12 +44,9 @@ pub const DIFFUSERS_WITHOUT_ROPE_MODULE: [&str; 25] = [
 ];
 
 /// The diffusers transformers whose rotary module the crate does not read yet, with the
-/// module and what it does that [`RopeSpec`] does not express.
-pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 1] = [(
-    "SanaWMTransformer3DModel",
-    "SanaWMRotaryPosEmbed",
-    "its camera branch re-slices the table for a half-width head (the first lists of each axis): not read yet",
-)];
+/// module and what it does that [`RopeSpec`] does not express: none of diffusers 0.42.1's
+/// (Mochi's frequencies are its checkpoint's: [`RotaryModule::from_diffusers_checkpoint`]).
+pub const DIFFUSERS_ROPE_NOT_READ: [(&str, &str, &str); 0] = [];
 
 /// What a module's positions index (see [`RotaryModule::position_axis`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -70,7 +67,8 @@ pub enum PositionAxis {
 pub struct RotaryModule {
     /// The module's attribute in the model (`pos_embed`, `rope`, `rotary_emb`,
     /// `visual.rotary_pos_emb`, ...); `{i}` stands for each layer's number where every layer
-    /// holds one (SAM 3's ViT, `vision_encoder.backbone.layers.{i}.rotary_emb`).
+    /// holds one (SAM 3's ViT, `vision_encoder.backbone.layers.{i}.rotary_emb`);
+    /// `rope[camera]` for SANA-WM's camera branch, which re-slices its `rope`'s table.
     pub path: &'static str,
     /// The library's class of the module (`FluxPosEmbed`, `WanRotaryPosEmbed`,
     /// `Qwen2VLVisionRotaryEmbedding`, ...).
@@ -259,7 +257,7 @@ fn shape(keys: &Keys<'_>, rule: Rule) -> Result<(Vec<u64>, u64, Option<u64>)> {
             let d = head(dims.iter().sum())?;
             (dims, d, None)
         }
-        Form::Wan | Form::Cosmos => {
+        Form::Wan | Form::Cosmos | Form::WanCamera => {
             let d = head(0)?;
             let hw = 2 * (d / 6);
             (vec![d - 2 * hw, hw, hw], d, None)
@@ -330,6 +328,25 @@ fn read_ltx(keys: &Keys<'_>, rule: Rule, axes: u64) -> Result<RotaryModule> {
     })
 }
 
+/// Whether SANA-WM builds its `rope` (`use_pe`, true by default), whose `pos_embed_type`
+/// must be `wan_rope` (diffusers raises otherwise).
+fn sana_wm_rope(keys: &Keys<'_>) -> Result<bool> {
+    if keys.opt_flag("use_pe")? == Some(false) {
+        return Ok(false);
+    }
+    match keys.opt_str("pos_embed_type")? {
+        None | Some("wan_rope") => Ok(true),
+        Some(_) => {
+            let need = "\"wan_rope\" (the one SANA-WM builds)";
+            Err(Keys::bad(
+                "pos_embed_type",
+                need,
+                keys.0.get("pos_embed_type"),
+            ))
+        }
+    }
+}
+
 /// LTX-2's `rope_type`: `interleaved` (its default) or `split`.
 fn ltx2_rope_type(keys: &Keys<'_>) -> Result<()> {
     match keys.opt_str("rope_type")? {
@@ -385,6 +402,42 @@ fn read_ltx_split(keys: &Keys<'_>, rule: Rule, axes: u64, heads: u64) -> Result<
     })
 }
 
+/// SANA-WM's camera branch (`_slice_rope_for_cam`): the second half of each head (the first
+/// `d / 2` lanes, leading, are its ray matrices') turned by the first `r / 2 - 2 (r / 6)`,
+/// `r / 6` and `r / 6` frequencies (`r = d / 2`) of the main table's t, h and w lists, whose
+/// widths `w_a` stay the whole head's (`theta^(-2k / w_a)`): per-axis lists of those lengths
+/// `n_a` under the bases `theta^(2 n_a / w_a)`. Its output is turned back by the inverse.
+fn read_wan_camera(keys: &Keys<'_>, rule: Rule, dims: &[u64], d: u64) -> Result<RotaryModule> {
+    if d % 4 != 0 {
+        let need = "a multiple of 4 (the camera branch turns pairs of the head's second half)";
+        return Err(Keys::bad("linear_head_dim", need, Some(&d.into())));
+    }
+    let r = d / 2;
+    let n = [r / 2 - 2 * (r / 6), r / 6, r / 6];
+    let theta = match rule.theta {
+        Theta::Fixed(t) => t,
+        Theta::Key(key, default) => keys.opt_f(key)?.unwrap_or(default),
+    };
+    let base = |a: usize| match n[a] {
+        0 => theta,
+        k => theta.powf(2.0 * k as f64 / dims[a] as f64),
+    };
+    let spec = RopeSpec::new()
+        .base(theta)
+        .pair_layout(rule.layout)
+        .axes_rope(n)
+        .axis_bases([base(0), base(1), base(2), theta])
+        .leading_lanes(r);
+    spec.validate(d)?;
+    Ok(RotaryModule {
+        path: rule.path,
+        module: rule.module,
+        spec,
+        head_dim: d,
+        position_axis: PositionAxis::Token,
+    })
+}
+
 /// One module's rotation, from its rule.
 fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<RotaryModule> {
     if let Form::Ltx(axes, heads, default) = rule.form {
@@ -394,6 +447,9 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<RotaryModule> {
         };
     }
     let (dims, d, one_d) = shape(keys, rule)?;
+    if let Form::WanCamera = rule.form {
+        return read_wan_camera(keys, rule, &dims, d);
+    }
     let rotated = one_d.unwrap_or_else(|| dims.iter().sum());
     if let Form::WholeAxes(key, _) | Form::IdAxes(key, _) = rule.form
         && rotated != d
@@ -488,6 +544,12 @@ impl RotaryModule {
     ///   axis (clamped at the edge; a full-resolution token repeats its one position);
     /// - a table laid out for interleaved pairs under `rotate_half`
     ///   ([`RopeSpec::table_layout`]): ERNIE-Image;
+    /// - SANA-WM: its `rope` as Wan's over `linear_head_dim`, and its camera branch
+    ///   (`rope[camera]`, `_slice_rope_for_cam`): the second half of each head, after the
+    ///   first half's `leading_lanes` (the branch's ray matrices, not a rotation), turned by
+    ///   the first frequencies of the main lists (per-axis lists under
+    ///   [`RopeSpec::axis_bases`] `theta^(2 n / w)`); the branch turns its output back with
+    ///   the inverse;
     /// - AnyFlow-FAR's causal module as AnyFlow's, its compressed tokens (a normalized
     ///   average of the complex table over `k = compressed_patch_size / patch_size`
     ///   positions) at f32 positions `k b + (k - 1) / 2`, the blocks' centres, where that
@@ -543,6 +605,9 @@ impl RotaryModule {
         };
         if class == "AnyFlowFARTransformer3DModel" {
             far_downscale(&keys)?;
+        }
+        if class == "SanaWMTransformer3DModel" && !sana_wm_rope(&keys)? {
+            return Ok(Vec::new());
         }
         if rules.iter().any(|r| matches!(r.form, Form::Ltx(1, ..))) {
             ltx2_rope_type(&keys)?;

@@ -11,6 +11,9 @@ pub(super) enum Form {
     Axes(&'static str, &'static [u64]),
     /// Wan's split of the head: `h = w = 2 * (d / 6)`, `t = d - h - w`.
     Wan,
+    /// SANA-WM's camera branch: the second half of the head, turned by the first entries of
+    /// Wan's t, h and w lists of the whole head (`_slice_rope_for_cam`).
+    WanCamera,
     /// CogView4's: `[d / 2, d / 2]` over height and width.
     HalfEach,
     /// `get_3d_rotary_pos_embed`'s (EasyAnimate): `[d / 4, 3 d / 8, 3 d / 8]`.
@@ -297,6 +300,14 @@ fn video_rules(class: &str) -> Option<Vec<Rule>> {
         | "WanAnimateTransformer3DModel"
         | "SanaVideoTransformer3DModel" => vec![wan("WanRotaryPosEmbed")],
         "SkyReelsV2Transformer3DModel" => vec![wan("SkyReelsV2RotaryPosEmbed")],
+        "SanaWMTransformer3DModel" => {
+            let head = Head::Key("linear_head_dim", 112);
+            let m = "SanaWMRotaryPosEmbed";
+            vec![
+                with(wan(m), IL, head),
+                with(rule("rope[camera]", m, Form::WanCamera, T4), IL, head),
+            ]
+        }
         "ChronoEditTransformer3DModel" => vec![wan("ChronoEditRotaryPosEmbed")],
         "AnyFlowTransformer3DModel" => vec![wan("AnyFlowRotaryPosEmbed")],
         // The compressed tokens at their blocks' centres (see `far_downscale`).

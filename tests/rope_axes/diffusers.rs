@@ -146,6 +146,35 @@ fn diffusers_rotary_modules_read_from_their_configs() {
     );
 }
 
+/// SANA-WM's config: without `use_pe` no rotary module, a `pos_embed_type` other than
+/// `wan_rope` (diffusers raises) or a head whose second half is no whole pairs named; its
+/// camera branch the second half of the head at the main lists' first frequencies.
+#[test]
+fn sana_wm_configs_read_as_diffusers_builds_them() {
+    let data = test_data("diffusers/rope_configs.json");
+    let base = &data["builds"]["SanaWMTransformer3DModel"]["config"];
+    let with = |key: &str, v: Value| {
+        let mut c = base.clone();
+        c[key] = v;
+        RotaryModule::from_diffusers_config(&c)
+    };
+    let none = with("use_pe", Value::Bool(false)).expect("no rope");
+    assert!(none.is_empty(), "{none:?}");
+    let e = with("pos_embed_type", "sincos".into()).expect_err("pos_embed_type");
+    assert!(e.to_string().contains("pos_embed_type"), "{e}");
+    let e = with("linear_head_dim", 90.into()).expect_err("odd half");
+    assert!(e.to_string().contains("linear_head_dim"), "{e}");
+    let read = with("linear_head_dim", 64.into()).expect("a 64-wide head");
+    let camera = &read[1].spec;
+    assert_eq!((read[1].path, camera.leading_lanes), ("rope[camera]", 32));
+    // r = 32: 16 pairs, t 16 / 2 - 2 * 5 = 6, h = w = 5, of lists 24, 20 and 20 lanes wide.
+    let m = camera.mrope.expect("axes");
+    assert_eq!(m.section, [6, 5, 5]);
+    let want = [1e4f64.powf(12.0 / 24.0), 1e4f64.powf(10.0 / 20.0)];
+    let bases = camera.axis_bases.expect("bases");
+    assert_eq!([bases[0], bases[1], bases[2]], [want[0], want[1], want[1]]);
+}
+
 /// Mochi's `pos_frequencies` as its checkpoint holds them (`mochi_rope.py`:
 /// `mochi_pos_frequencies.safetensors`, the parameter's own name, f32).
 fn mochi_weights() -> std::fs::File {

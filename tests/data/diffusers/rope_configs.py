@@ -44,7 +44,9 @@ The two forms of forward:
     sets of axes whose cos and sin the module averages), EasyAnimate's float
     crop coordinates, OmniGen's 1-D LongRoPE at positions 4 000 to 4 299
     (past its original 4 096: the long factors; the build takes factors of its own, see
-    `main`) (see `run_other`); LTX-Video's, LTX-2's and SANA-WM's LTX-2 refiner's modules at
+    `main`), SANA-WM's at Wan 480p's grid, and its camera branch (`rope[camera]`) as
+    `_slice_rope_for_cam` re-slices that table for the second half of each head (`lead` the
+    first half) (see `run_other`); LTX-Video's, LTX-2's and SANA-WM's LTX-2 refiner's modules at
     their pipelines' coordinates, the positions recorded as `2 g - 1` of each coordinate's
     fraction `g` of the base size, and their leading lanes (`lead`, cos 1 and sin 0) cut
     from the rows (see `run_ltx`); LTX-2 also with `rope_type` `split` (`#split`: its cos and
@@ -82,6 +84,8 @@ GRID = {"WanRotaryPosEmbed", "SkyReelsV2RotaryPosEmbed", "HunyuanVideoRotaryPosE
         "HunyuanVideo15RotaryPosEmbed", "MotifVideoRotaryPosEmbed", "HunyuanImageRotaryPosEmbed",
         "CogView4RotaryPosEmbed", "GlmImageRotaryPosEmbed", "ChronoEditRotaryPosEmbed"}
 SAMPLES = 32
+# The suffix of SANA-WM's camera branch, which re-slices its `rope` module's table.
+CAMERA = "[camera]"
 
 
 def rotary_classes():
@@ -191,7 +195,8 @@ OTHER = {"Kandinsky5RoPE3D", "Kandinsky6SRRoPE3D", "Kandinsky6RoPE3D", "Kandinsk
          "Ideogram4MRoPE", "Cosmos3VLTextRotaryEmbedding", "QwenEmbedRope", "NucleusMoEEmbedRope",
          "QwenImage21Rope", "CosmosRotaryPosEmbed", "Lumina2RotaryPosEmbed",
          "OmniGenSuScaledRotaryEmbedding", "AnyFlowRotaryPosEmbed", "EasyAnimateRotaryPosEmbed",
-         "AnyFlowCausalRotaryPosEmbed", "HeliosRotaryPosEmbed", "HunyuanVideoFramepackRotaryPosEmbed"}
+         "AnyFlowCausalRotaryPosEmbed", "HeliosRotaryPosEmbed", "HunyuanVideoFramepackRotaryPosEmbed",
+         "SanaWMRotaryPosEmbed"}
 
 # Modules whose history tokens take cos and sin averaged over blocks (the positions of each
 # token written as POOL sets, see `pooled_sets`).
@@ -386,6 +391,11 @@ def run_other(module, name, config):
         out = module._forward_full_frame(f, h, w, torch.device("cpu"))
         return [[float(a), float(b), float(c)] for a in range(f) for b in range(h)
                 for c in range(w)], out
+    if name == "SanaWMRotaryPosEmbed":
+        # Wan 480p's latent grid, (frames, rows, columns) as its forward takes them.
+        f, h, w = 21, 30, 52
+        return [[float(a), float(b), float(c)] for a in range(f) for b in range(h)
+                for c in range(w)], module((f, h, w))
     if name in POOLED:
         return run_pooled(module, name)
     if name == "AnyFlowCausalRotaryPosEmbed":
@@ -429,6 +439,13 @@ def golden(label, path, module, config):
         form, (positions, out) = "other", run_ltx(cpu, name, path)
     else:
         return None
+    # SANA-WM's camera branch: the table re-sliced for the second half of each head
+    # (_slice_rope_for_cam), the first half left to its ray matrices.
+    camera = path.endswith(CAMERA)
+    if camera:
+        from diffusers.models.transformers import transformer_sana_wm
+        d = cpu.attention_head_dim
+        out = transformer_sana_wm._slice_rope_for_cam(out, d, d // 2)
     per_head = name in LTX and getattr(cpu, "rope_type", "interleaved") == "split"
     # ERNIE-Image's angles `[1, tokens, 1, head_dim]`, `[t0, t0, t1, t1, ..]`, which its
     # attention processor applies with `rotate_half`: a cos and a sin a lane (`table`), as
@@ -445,10 +462,12 @@ def golden(label, path, module, config):
         cos, sin, layout = to_pairs(out)
     # LTX's leading lanes (cos 1, sin 0), before the rotated pairs.
     lead = cpu.dim % (2 * len(positions[0])) if name in LTX and not per_head else 0
-    if lead:
+    if lead and not camera:
         assert layout == "interleaved" and bool((cos[:, : lead // 2] == 1).all())
         assert bool((sin[:, : lead // 2] == 0).all())
         cos, sin = cos[:, lead // 2:], sin[:, lead // 2:]
+    if camera:
+        lead = cpu.attention_head_dim // 2
     if cos.shape[0] != len(positions):
         raise ValueError(f"{cos.shape[0]} rows for {len(positions)} tokens")
     rng = random.Random(f"rope-configs-{label}-{path}")
@@ -479,6 +498,8 @@ def build(cls, kwargs, label):
     # Rotary embedders that are plain objects, not modules (Z-Image's `RopeEmbedder`).
     mods += [(p, m) for p, m in vars(model).items()
              if not isinstance(m, torch.nn.Module) and hasattr(m, "_posenc_args")]
+    # SANA-WM's camera branch rotates with its `rope`'s table re-sliced: a module of its own here.
+    mods += [(p + CAMERA, m) for p, m in mods if type(m).__name__ == "SanaWMRotaryPosEmbed"]
     entry = dict(config=json.loads(json.dumps(config, default=str)),
                  rope=[dict(path=p, module=type(m).__name__) for p, m in mods], golden=[])
     for p, m in mods:
