@@ -408,7 +408,7 @@ fn read_ltx_split(keys: &Keys<'_>, rule: Rule, axes: u64, heads: u64) -> Result<
 /// widths `w_a` stay the whole head's (`theta^(-2k / w_a)`): per-axis lists of those lengths
 /// `n_a` under the bases `theta^(2 n_a / w_a)`. Its output is turned back by the inverse.
 fn read_wan_camera(keys: &Keys<'_>, rule: Rule, dims: &[u64], d: u64) -> Result<RotaryModule> {
-    if d % 4 != 0 {
+    if !d.is_multiple_of(4) {
         let need = "a multiple of 4 (the camera branch turns pairs of the head's second half)";
         return Err(Keys::bad("linear_head_dim", need, Some(&d.into())));
     }
