@@ -428,76 +428,8 @@ impl Specialization {
                             ..plain
                         });
                         match kernel {
-                            Kernel::Rope => {
-                                for second in [Second::InPlace, Second::Source] {
-                                    all.push(plain.with_second(second));
-                                    all.push(plain.with_second(second).with_shared(true));
-                                }
-                                // Pooled positions, u32 and f32 axes, with K.
-                                for positions in [PositionMode::Axes, PositionMode::FloatAxes] {
-                                    for pool in [2, 8] {
-                                        all.push(Specialization {
-                                            positions,
-                                            pool,
-                                            ..plain.with_second(Second::InPlace)
-                                        });
-                                    }
-                                }
-                                // Cos and sin rounded to bf16, and each element at its
-                                // own angle, with K and out of place.
-                                for second in [Second::InPlace, Second::Source] {
-                                    all.push(Specialization {
-                                        cos_sin_bf16: true,
-                                        ..plain.with_second(second)
-                                    });
-                                    all.push(Specialization {
-                                        lane_angles: true,
-                                        positions: PositionMode::FloatAxes,
-                                        ..plain.with_second(second)
-                                    });
-                                }
-                                if pair_layout == PairLayout::Interleaved {
-                                    all.push(Specialization {
-                                        pair_halves: true,
-                                        ..plain.with_second(Second::Source)
-                                    });
-                                } else {
-                                    // Pairs in blocks, in place, with K and out of place.
-                                    for second in [Second::None, Second::InPlace, Second::Source] {
-                                        all.push(Specialization {
-                                            blocks: true,
-                                            ..plain.with_second(second)
-                                        });
-                                    }
-                                }
-                                // A caller's table on one axis and on three (f32 axes too),
-                                // in place, with K and out of place.
-                                for (dense, positions) in [
-                                    (1, PositionMode::Ids),
-                                    (3, PositionMode::Axes),
-                                    (3, PositionMode::FloatAxes),
-                                ] {
-                                    for second in [Second::None, Second::InPlace, Second::Source] {
-                                        all.push(Specialization {
-                                            dense,
-                                            positions,
-                                            ..plain.with_second(second)
-                                        });
-                                    }
-                                }
-                            }
-                            Kernel::Sinusoidal => {
-                                for (add, pad, flip) in [
-                                    (true, false, false),
-                                    (true, true, false),
-                                    (false, false, true),
-                                ] {
-                                    all.push(Specialization {
-                                        op: Op::Sinusoidal { add, pad, flip },
-                                        ..plain
-                                    });
-                                }
-                            }
+                            Kernel::Rope => all.extend(Self::rope_options(plain, pair_layout)),
+                            Kernel::Sinusoidal => all.extend(Self::sinusoidal_options(plain)),
                             Kernel::Fused => {}
                         }
                     }
@@ -505,6 +437,87 @@ impl Specialization {
             }
         }
         all.extend(Self::all_fused());
+        all
+    }
+
+    /// A plain RoPE variant with each of its options: K and out of place, pooled positions,
+    /// bf16 cos and sin, lane angles, pair-halves order or pair blocks, a caller's table.
+    #[cfg(any(test, feature = "internals"))]
+    fn rope_options(plain: Specialization, pair_layout: PairLayout) -> Vec<Specialization> {
+        let mut all = Vec::new();
+        for second in [Second::InPlace, Second::Source] {
+            all.push(plain.with_second(second));
+            all.push(plain.with_second(second).with_shared(true));
+        }
+        // Pooled positions, u32 and f32 axes, with K.
+        for positions in [PositionMode::Axes, PositionMode::FloatAxes] {
+            for pool in [2, 8] {
+                all.push(Specialization {
+                    positions,
+                    pool,
+                    ..plain.with_second(Second::InPlace)
+                });
+            }
+        }
+        // Cos and sin rounded to bf16, and each element at its
+        // own angle, with K and out of place.
+        for second in [Second::InPlace, Second::Source] {
+            all.push(Specialization {
+                cos_sin_bf16: true,
+                ..plain.with_second(second)
+            });
+            all.push(Specialization {
+                lane_angles: true,
+                positions: PositionMode::FloatAxes,
+                ..plain.with_second(second)
+            });
+        }
+        if pair_layout == PairLayout::Interleaved {
+            all.push(Specialization {
+                pair_halves: true,
+                ..plain.with_second(Second::Source)
+            });
+        } else {
+            // Pairs in blocks, in place, with K and out of place.
+            for second in [Second::None, Second::InPlace, Second::Source] {
+                all.push(Specialization {
+                    blocks: true,
+                    ..plain.with_second(second)
+                });
+            }
+        }
+        // A caller's table on one axis and on three (f32 axes too),
+        // in place, with K and out of place.
+        for (dense, positions) in [
+            (1, PositionMode::Ids),
+            (3, PositionMode::Axes),
+            (3, PositionMode::FloatAxes),
+        ] {
+            for second in [Second::None, Second::InPlace, Second::Source] {
+                all.push(Specialization {
+                    dense,
+                    positions,
+                    ..plain.with_second(second)
+                });
+            }
+        }
+        all
+    }
+
+    /// A plain sinusoidal variant with each of its operations: the add, padded, flipped.
+    #[cfg(any(test, feature = "internals"))]
+    fn sinusoidal_options(plain: Specialization) -> Vec<Specialization> {
+        let mut all = Vec::new();
+        for (add, pad, flip) in [
+            (true, false, false),
+            (true, true, false),
+            (false, false, true),
+        ] {
+            all.push(Specialization {
+                op: Op::Sinusoidal { add, pad, flip },
+                ..plain
+            });
+        }
         all
     }
 
