@@ -306,10 +306,7 @@ fn read_ltx(keys: &Keys<'_>, rule: Rule, axes: u64) -> Result<RotaryModule> {
         let need = "an inner dimension of at least two lanes an axis";
         return Err(Keys::bad("attention_head_dim", need, Some(&d.into())));
     }
-    let theta = match rule.theta {
-        Theta::Fixed(t) => t,
-        Theta::Key(key, default) => keys.opt_f(key)?.unwrap_or(default),
-    };
+    let theta = theta(keys, rule)?;
     let spec = match axes {
         3 => RopeSpec::new().axes_rising([n, n, n], MRopeOrder::Interleaved),
         _ => RopeSpec::new().axes_rising([0, 0, n], MRopeOrder::Chunks),
@@ -318,14 +315,7 @@ fn read_ltx(keys: &Keys<'_>, rule: Rule, axes: u64) -> Result<RotaryModule> {
     .pair_layout(rule.layout)
     .leading_lanes(d % (2 * axes))
     .rotary_dim(2 * axes * n);
-    spec.validate(d)?;
-    Ok(RotaryModule {
-        path: rule.path,
-        module: rule.module,
-        spec,
-        head_dim: d,
-        position_axis: PositionAxis::Token,
-    })
+    module(rule, spec, d)
 }
 
 /// Whether SANA-WM builds its `rope` (`use_pe`, true by default), whose `pos_embed_type`
@@ -370,10 +360,7 @@ fn read_ltx_split(keys: &Keys<'_>, rule: Rule, axes: u64, heads: u64) -> Result<
         let need = "an inner dimension of two lanes an axis, split evenly over the heads";
         return Err(Keys::bad("num_attention_heads", need, Some(&heads.into())));
     }
-    let theta = match rule.theta {
-        Theta::Fixed(t) => t,
-        Theta::Key(key, default) => keys.opt_f(key)?.unwrap_or(default),
-    };
+    let theta = theta(keys, rule)?;
     let (pairs, per_head) = (d / 2, d / 2 / heads);
     let pad = pairs - axes * n;
     // 1-D modules read their one plane as 1-D positions.
@@ -392,12 +379,26 @@ fn read_ltx_split(keys: &Keys<'_>, rule: Rule, axes: u64, heads: u64) -> Result<
     let spec = RopeSpec::new()
         .base(theta)
         .learned(crate::LearnedFrequencies::new(axes, heads, values));
-    spec.validate(d / heads)?;
+    module(rule, spec, d / heads)
+}
+
+/// A rule's theta: fixed, or a key of the config with its default.
+fn theta(keys: &Keys<'_>, rule: Rule) -> Result<f64> {
+    Ok(match rule.theta {
+        Theta::Fixed(t) => t,
+        Theta::Key(key, default) => keys.opt_f(key)?.unwrap_or(default),
+    })
+}
+
+/// The module a rule names, rotating `spec` over heads `d` wide (checked), each token by
+/// its position.
+fn module(rule: Rule, spec: RopeSpec, d: u64) -> Result<RotaryModule> {
+    spec.validate(d)?;
     Ok(RotaryModule {
         path: rule.path,
         module: rule.module,
         spec,
-        head_dim: d / heads,
+        head_dim: d,
         position_axis: PositionAxis::Token,
     })
 }
@@ -414,10 +415,7 @@ fn read_wan_camera(keys: &Keys<'_>, rule: Rule, dims: &[u64], d: u64) -> Result<
     }
     let r = d / 2;
     let n = [r / 2 - 2 * (r / 6), r / 6, r / 6];
-    let theta = match rule.theta {
-        Theta::Fixed(t) => t,
-        Theta::Key(key, default) => keys.opt_f(key)?.unwrap_or(default),
-    };
+    let theta = theta(keys, rule)?;
     let base = |a: usize| match n[a] {
         0 => theta,
         k => theta.powf(2.0 * k as f64 / dims[a] as f64),
@@ -428,14 +426,7 @@ fn read_wan_camera(keys: &Keys<'_>, rule: Rule, dims: &[u64], d: u64) -> Result<
         .axes_rope(n)
         .axis_bases([base(0), base(1), base(2), theta])
         .leading_lanes(r);
-    spec.validate(d)?;
-    Ok(RotaryModule {
-        path: rule.path,
-        module: rule.module,
-        spec,
-        head_dim: d,
-        position_axis: PositionAxis::Token,
-    })
+    module(rule, spec, d)
 }
 
 /// One module's rotation, from its rule.
@@ -464,10 +455,7 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<RotaryModule> {
             Some(&d.into()),
         ));
     }
-    let theta = match rule.theta {
-        Theta::Fixed(t) => t,
-        Theta::Key(key, default) => keys.opt_f(key)?.unwrap_or(default),
-    };
+    let theta = theta(keys, rule)?;
     let mut spec = RopeSpec::new().base(theta).pair_layout(rule.layout);
     spec = match dims[..] {
         [] => spec,
@@ -499,14 +487,7 @@ fn read_rule(keys: &Keys<'_>, rule: Rule) -> Result<RotaryModule> {
             .ok_or_else(|| Keys::bad(key, "spatial sections within the head's pairs", None))?;
         spec = spec.mrope_order([t, h, w], MRopeOrder::Interleaved);
     }
-    spec.validate(d)?;
-    Ok(RotaryModule {
-        path: rule.path,
-        module: rule.module,
-        spec,
-        head_dim: d,
-        position_axis: PositionAxis::Token,
-    })
+    module(rule, spec, d)
 }
 
 impl RotaryModule {
