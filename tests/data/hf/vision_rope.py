@@ -1131,6 +1131,17 @@ def fixed_head_dim(name, sub):
     return sub.memory_attention_hidden_size // (sub.memory_attention_downsample_rate * heads), heads
 
 
+def rotate_interleaved(x, even, odd=None):
+    """float64 rotation of interleaved (2i, 2i+1) pairs of x: the first element of pair i by
+    even[..., i], the second by odd[..., i] (even where not given), as cos/sin over the pair."""
+    odd = even if odd is None else odd
+    a, b = x.double()[..., 0::2], x.double()[..., 1::2]
+    out = torch.empty_like(x, dtype=torch.float64)
+    out[..., 0::2] = a * even.cos() - b * even.sin()
+    out[..., 1::2] = b * odd.cos() + a * odd.sin()
+    return out
+
+
 def make_fixed_case(model_type, key, module_cls, path):
     """Build the fixed-grid 2-D module on the CPU, feed it the model's positions, rotate q as the attention does."""
     name = module_cls.__name__
@@ -1164,10 +1175,7 @@ def make_fixed_case(model_type, key, module_cls, path):
     # float64 check of the stated form: interleaved pair j < hd/4 turns by w*f_j, pair hd/4 + j by h*f_j.
     f = inv_freq.double()
     angles = torch.cat([pos[:, :1].double() * f, pos[:, 1:2].double() * f], dim=-1)[:, None]  # [N, 1, hd/2]
-    a, b = q.double()[..., 0::2], q.double()[..., 1::2]
-    ref = torch.empty_like(q, dtype=torch.float64)
-    ref[..., 0::2] = (a * angles.cos() - b * angles.sin()) * scaling
-    ref[..., 1::2] = (b * angles.cos() + a * angles.sin()) * scaling
+    ref = rotate_interleaved(q, angles) * scaling
     err = (out.double() - ref).abs().max().item()
     assert err < 1e-4 * q.abs().max().item(), (name, path, err)
     idx = sample_indices(n)
@@ -1337,12 +1345,7 @@ def make_vjepa_case(model_type, key, module_cls, path):
     for axis, pos in enumerate((frames, rows, cols)):
         lanes = slice(axis * D, (axis + 1) * D)
         angle = pos.double()[:, None] * omega.repeat(2)  # [n, D]
-        x = q.double()[..., lanes]
-        a, b = x[..., 0::2], x[..., 1::2]
-        y = torch.empty_like(x)
-        y[..., 0::2] = a * angle[:, 0::2].cos() - b * angle[:, 0::2].sin()
-        y[..., 1::2] = b * angle[:, 1::2].cos() + a * angle[:, 1::2].sin()
-        ref[..., lanes] = y
+        ref[..., lanes] = rotate_interleaved(q[..., lanes], angle[:, 0::2], angle[:, 1::2])
     err = (out.double() - ref).abs().max().item()
     assert err < 1e-4 * q.abs().max().item(), (name, path, err)
     idx = sample_indices(n)
@@ -1403,10 +1406,7 @@ def make_timm_cat_case(model_type, key, module_cls, path):
     # by row * f_j, f_j = temperature^(-4j/hd).
     f = 1.0 / rope.temperature ** (torch.arange(head_dim // 4, dtype=torch.float64) / (head_dim // 4))
     angles = torch.cat([cols[:, None] * f, rows[:, None] * f], dim=-1)
-    a, b = q.double()[..., 0::2], q.double()[..., 1::2]
-    ref = torch.empty_like(q, dtype=torch.float64)
-    ref[..., 0::2] = a * angles.cos() - b * angles.sin()
-    ref[..., 1::2] = b * angles.cos() + a * angles.sin()
+    ref = rotate_interleaved(q, angles)
     err = (out.double() - ref).abs().max().item()
     assert err < 1e-4 * q.abs().max().item(), (name, path, err)
     idx = sorted(set(range(npt)) | set(sample_indices(n)))
