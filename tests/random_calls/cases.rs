@@ -24,6 +24,8 @@ fn layout_strategy() -> impl Strategy<Value = Layout> {
     (dims, 0u8..4, 0u64..40, any::<[u16; 3]>()).prop_map(|((b, h, s, d), kind, offset, st)| {
         let shape = [b, h, s, d];
         match kind {
+            // A view with heads and tokens swapped (NeuCodec's heads at their index).
+            0 if offset % 5 == 0 => Layout::bhsd(shape).heads_as_tokens(),
             0 => Layout::bhsd(shape).with_offset(offset),
             1 => Layout::bshd(Dims::from_logical(shape)).with_offset(offset),
             // Any strides: some overlap (an error), some leave gaps.

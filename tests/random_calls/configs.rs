@@ -82,6 +82,30 @@ const DICT_KEYS: [&str; 17] = [
     "partial_rotary_factor",
 ];
 
+/// Keys of a vision tower's or encoder's config that the encoder readers read beside the
+/// text ones: timm's PE ViT in a `TimmWrapper` config, V-JEPA 2's predictor, the towers'
+/// widths and heads.
+const VISION_KEYS: [&str; 8] = [
+    "architecture",
+    "model_args",
+    "embed_dim",
+    "num_heads",
+    "pred_hidden_size",
+    "pred_num_attention_heads",
+    "vision_config",
+    "video_config",
+];
+
+/// Keys of timm's `model_args` (the ones the PE reader reads, one that changes the grid
+/// only, and one it refuses).
+const MODEL_ARGS: [&str; 5] = [
+    "embed_dim",
+    "num_heads",
+    "rope_temperature",
+    "img_size",
+    "rope_type",
+];
+
 const MODEL_TYPES: [&str; 12] = [
     "llama",
     "qwen3",
@@ -201,11 +225,28 @@ fn target<'a>(config: &'a mut Value, rng: &mut Rng) -> Option<&'a mut Map<String
         0 | 1 => Some(top),
         // The language model's or the vision tower's sub-config, under whichever name the
         // file has it.
+        // (PE Video's timm tower one level further down, in `video_config.vision_config`).
         2 => {
-            let key = ["text_config", "decoder", "decoder_config", "vision_config"]
+            let subs = [
+                "text_config",
+                "decoder",
+                "decoder_config",
+                "vision_config",
+                "video_config",
+                "audio_video_config",
+            ];
+            let present: Vec<&str> = subs
                 .into_iter()
-                .find(|k| top.get(*k).is_some_and(Value::is_object))?;
-            top.get_mut(key)?.as_object_mut()
+                .filter(|k| top.get(*k).is_some_and(Value::is_object))
+                .collect();
+            let key = *present.get(rng.range(0, present.len().max(1) as u64) as usize)?;
+            let sub = top.get_mut(key)?.as_object_mut()?;
+            let deeper =
+                rng.range(0, 2) == 0 && sub.get("vision_config").is_some_and(Value::is_object);
+            match deeper {
+                true => sub.get_mut("vision_config")?.as_object_mut(),
+                false => Some(sub),
+            }
         }
         _ => {
             let key = if which == 3 {
@@ -231,14 +272,18 @@ fn config(bases: &[Value], i: usize) -> Value {
         return config;
     }
     for _ in 0..rng.range(1, 5) {
-        let dict = rng.range(0, 3) == 0;
-        let key = if dict {
-            DICT_KEYS[rng.range(0, DICT_KEYS.len() as u64) as usize]
-        } else {
-            TOP_KEYS[rng.range(0, TOP_KEYS.len() as u64) as usize]
+        let kind = rng.range(0, 6);
+        let key = match kind {
+            0 | 1 => DICT_KEYS[rng.range(0, DICT_KEYS.len() as u64) as usize],
+            2 => VISION_KEYS[rng.range(0, VISION_KEYS.len() as u64) as usize],
+            _ => TOP_KEYS[rng.range(0, TOP_KEYS.len() as u64) as usize],
         };
         let remove = rng.range(0, 4) == 0;
-        let v = value(&mut rng);
+        let mut v = value(&mut rng);
+        if key == "model_args" && rng.range(0, 2) == 0 {
+            let arg = MODEL_ARGS[rng.range(0, MODEL_ARGS.len() as u64) as usize];
+            v = json!({ arg: value(&mut rng) });
+        }
         if let Some(map) = target(&mut config, &mut rng) {
             if remove {
                 map.remove(key);
